@@ -1,0 +1,135 @@
+"""A server's tool catalog and its stable conversion to the OpenAI ``tools`` format.
+
+The conversion (documented in docs/tools-format.md) is done here, not by a provider SDK, so that every
+model sees byte-for-byte the same tool list and the same change in a description reaches every model:
+
+* ``name``: the MCP name when it matches ``^[A-Za-z0-9_-]{1,64}$`` (what OpenAI-style APIs accept);
+  otherwise every other character becomes ``_`` and the name is cut to 64 characters, with a numeric
+  suffix if two tools would collide.  Calls are mapped back to the MCP name.
+* ``description``: the tool's description, else its ``title``, else ``annotations.title``, else ``""``.
+* ``parameters``: the ``inputSchema`` unchanged, except that ``type: object`` and ``properties: {}`` are
+  added when missing (some providers reject a schema without them).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_hash(tool: Mapping[str, Any]) -> str:
+    """Short stable hash of one tool definition (name, description, schema, annotations)."""
+    return hashlib.sha256(_canonical(tool).encode()).hexdigest()[:16]
+
+
+def _description(tool: Mapping[str, Any]) -> str:
+    for value in (tool.get("description"), tool.get("title"), (tool.get("annotations") or {}).get("title")):
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+@dataclass
+class Catalog:
+    """The tools one server publishes, as plain JSON dicts (MCP ``Tool`` objects)."""
+
+    tools: list[dict[str, Any]]
+    by_name: dict[str, dict[str, Any]] = field(init=False)
+    openai_tools: list[dict[str, Any]] = field(init=False)
+    from_openai_name: dict[str, str] = field(init=False)
+    digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_name = {}
+        for tool in self.tools:
+            name = tool.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a tool has no name: {_canonical(tool)[:120]}")
+            if name in self.by_name:
+                raise ValueError(f"two tools are named {name!r}")
+            self.by_name[name] = tool
+        self.from_openai_name = {}
+        self.openai_tools = []
+        for tool in self.tools:
+            api_name = self._api_name(tool["name"])
+            self.from_openai_name[api_name] = tool["name"]
+            self.openai_tools.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": api_name,
+                        "description": _description(tool),
+                        "parameters": self._parameters(tool),
+                    },
+                }
+            )
+        self.digest = hashlib.sha256(_canonical(self.tools).encode()).hexdigest()[:16]
+
+    def _api_name(self, name: str) -> str:
+        if _VALID_NAME.match(name) and name not in self.from_openai_name:
+            return name
+        base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "tool"
+        candidate, n = base, 1
+        while candidate in self.from_openai_name or candidate in self.by_name and candidate != name:
+            n += 1
+            suffix = f"_{n}"
+            candidate = base[: 64 - len(suffix)] + suffix
+        return candidate
+
+    @staticmethod
+    def _parameters(tool: Mapping[str, Any]) -> dict[str, Any]:
+        schema = tool.get("inputSchema")
+        params: dict[str, Any] = copy.deepcopy(dict(schema)) if isinstance(schema, Mapping) else {}
+        params.setdefault("type", "object")
+        params.setdefault("properties", {})
+        return params
+
+    @property
+    def names(self) -> list[str]:
+        return [t["name"] for t in self.tools]
+
+    def mcp_name(self, api_name: str) -> str:
+        """The MCP name for a name a model called (unknown names are returned unchanged)."""
+        return self.from_openai_name.get(api_name, api_name)
+
+    def properties(self, tool: str) -> set[str] | None:
+        schema = self.by_name.get(tool, {}).get("inputSchema") or {}
+        props = schema.get("properties")
+        return set(props) if isinstance(props, Mapping) else set()
+
+    def required(self, tool: str) -> list[str]:
+        schema = self.by_name.get(tool, {}).get("inputSchema") or {}
+        req = schema.get("required")
+        return [str(r) for r in req] if isinstance(req, list) else []
+
+    def hashes(self) -> dict[str, str]:
+        return {t["name"]: tool_hash(t) for t in self.tools}
+
+
+def catalog_from_json(data: Any) -> Catalog:
+    """A catalog from a JSON tools file: a list of tools, or ``{"tools": [...]}`` as tools/list returns."""
+    if isinstance(data, Mapping) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list) or not all(isinstance(t, Mapping) for t in data):
+        raise ValueError('expected a JSON list of tool objects, or {"tools": [...]}')
+    return Catalog([dict(t) for t in data])
+
+
+def catalog_from_mcp(tools: Iterable[Any]) -> Catalog:
+    """A catalog from the SDK's ``Tool`` models (as returned by ``Client.list_tools``)."""
+    out = []
+    for tool in tools:
+        dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        out.append({k: dumped[k] for k in ("name", "title", "description", "inputSchema", "annotations") if k in dumped})
+    return Catalog(out)

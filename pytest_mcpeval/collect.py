@@ -1,0 +1,98 @@
+"""Benchmark file -> one pytest item per case x model, as pytest's own YAML example does.
+
+Items are ``pytest.Function`` objects (a bare ``pytest.Item`` gets no fixtures), so a case can use
+session fixtures such as ``mcp_server`` (a user's override of the file's server) and syrupy's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.loader import Benchmark, BenchmarkError, load
+from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.run.single import CaseError, CaseRef, missing_tools
+
+NO_MODEL_REASON = (
+    "no model configured: pass --mcp-models=NAME[,NAME...] (a litellm model string or an alias, e.g. "
+    "--mcp-models=openai/gpt-4o-mini), or set mcp_models in [tool.pytest.ini_options]"
+)
+
+
+class CaseMissed(Exception):
+    """Raised under --mcp-strict so a miss fails its test; the message is the diff."""
+
+
+class CaseItem(pytest.Function):
+    """One case for one model."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, CaseMissed | CaseError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        ref = self.stash[CASE_KEY]
+        return self.path, ref.line - 1 if ref.line else None, f"mcpeval case {self.name}"
+
+
+def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
+    """The body of every case item: run, score, and keep the result for the report."""
+    from pytest_mcpeval.report.terminal import miss_lines
+
+    item = request.node
+    result = mcpeval_runtime.run(item.stash[CASE_KEY], mcp_server)
+    item.stash[RESULT_KEY] = result
+    if result["error"]:
+        raise CaseError(result["error"])
+    if not result["passed"] and item.config.stash[SETTINGS_KEY].strict:
+        raise CaseMissed("\n".join(miss_lines(result)))
+
+
+class BenchmarkFileNode(pytest.File):
+    def collect(self) -> list[pytest.Item]:
+        try:
+            bench = load(self.path)
+        except BenchmarkError as exc:
+            raise self.CollectError(str(exc)) from None
+        settings = self.config.stash[SETTINGS_KEY]
+        self._check_static_tools(bench)
+        models: list[ModelSpec | None] = list(settings.model_specs(bench.spec.models)) or [None]
+        items: list[pytest.Item] = []
+        for case in bench.spec.cases:
+            for model in models:
+                name = f"{case.id}[{model.name}]" if model else case.id
+                item = CaseItem.from_parent(self, name=name, callobj=run_case)
+                item.stash[CASE_KEY] = CaseRef(bench, case, model)
+                for tag in (*bench.spec.tags, *case.tags):
+                    if not any(line.split(":")[0].strip() == tag for line in self.config.getini("markers")):
+                        self.config.addinivalue_line("markers", f"{tag}: benchmark tag (pytest-mcpeval)")
+                    item.add_marker(tag)
+                if case.skip:
+                    reason = case.skip if isinstance(case.skip, str) else "skip: true in the benchmark file"
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                elif model is None:
+                    item.add_marker(pytest.mark.skip(reason=NO_MODEL_REASON))
+                items.append(item)
+        return items
+
+    def _check_static_tools(self, bench: Benchmark) -> None:
+        """With a static tool list, a missing expected tool is found at collection time."""
+        from pytest_mcpeval.servers import ServerError, load_tools_file
+
+        spec = bench.spec.server
+        if spec is None or spec.tools_file is None:
+            return
+        try:
+            catalog = load_tools_file(self.path.parent / spec.tools_file)
+        except ServerError as exc:
+            raise self.CollectError(
+                f"{self.path}:{bench.line_of(('server', 'tools_file'))}: server.tools_file: {exc}"
+            ) from None
+        for i, case in enumerate(bench.spec.cases):
+            ref = CaseRef(bench, case, None)
+            for j, problem in missing_tools(ref.expectations(), catalog):
+                line = bench.line_of(("cases", i, "expect", j, "tool")) or ref.line
+                raise self.CollectError(f"{self.path}:{line}: cases[{i}] (`{case.id}`): {problem}")

@@ -1,0 +1,1 @@
+"""Model clients.  ``config`` resolves names; ``litellm_client`` makes the calls (imported lazily)."""

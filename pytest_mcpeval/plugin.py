@@ -1,0 +1,107 @@
+"""pytest wiring only: options, ini keys, hooks and fixtures.
+
+Loaded in every pytest process where the package is installed, so it imports nothing heavy: litellm,
+numpy, mcp, pydantic and PyYAML are imported by the modules below, only when a benchmark file is
+collected or a case runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.keys import RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.settings import FILE_SUFFIXES, Settings, model_list, unit_interval
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcpeval", "MCP tool-use evaluation (pytest-mcpeval)")
+    group.addoption(
+        "--mcp-models", action="append", type=model_list, dest="mcp_models", metavar="NAMES", default=None,
+        help="comma-separated models to evaluate: litellm model strings or aliases from mcp_model_aliases "
+        "(repeatable; overrides the ini key mcp_models and the files' `models`)",
+    )
+    group.addoption(
+        "--mcp-report", dest="mcp_report", metavar="PATH", default=None,
+        help="write the versioned JSON report to PATH",
+    )
+    group.addoption(
+        "--mcp-min-accuracy", dest="mcp_min_accuracy", metavar="X", type=unit_interval, default=None,
+        help="fail the session when a model's tool-selection accuracy is below X (0..1)",
+    )
+    group.addoption(
+        "--mcp-min-f1", dest="mcp_min_f1", metavar="X", type=unit_interval, default=None,
+        help="fail the session when a model's macro F1 is below X (0..1)",
+    )
+    group.addoption(
+        "--mcp-strict", dest="mcp_strict", action="store_true", default=False,
+        help="every missed case fails its test (by default misses are reported and the thresholds decide)",
+    )
+    parser.addini("mcp_models", type="linelist", default=[],
+                  help="models to evaluate when --mcp-models is not given")
+    parser.addini("mcp_model_aliases", type="linelist", default=[],
+                  help="`NAME = litellm/model-string` lines, e.g. `claude = anthropic/claude-sonnet-4-5`")
+    parser.addini("mcp_model_params", type="linelist", default=[],
+                  help='`NAME = {json}` lines of litellm parameters, e.g. `claude = {"temperature": 0}`')
+    parser.addini("mcp_thresholds", type="linelist", default=[],
+                  help="`[MODEL:] METRIC[ [TOOL] ] >= VALUE` lines, e.g. `f1[search_issues] >= 0.8`")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    if not hasattr(config, "workerinput"):  # xdist workers neither gate nor print
+        from pytest_mcpeval.session import EvalSession
+
+        config.pluginmanager.register(EvalSession(config), "mcpeval-session")
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    if file_path.name.endswith(FILE_SUFFIXES):
+        from pytest_mcpeval.collect import BenchmarkFileNode
+
+        node: pytest.Collector = BenchmarkFileNode.from_parent(parent, path=file_path)
+        return node
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report: Any = yield
+    result = item.stash.get(RESULT_KEY, None)
+    if result is not None and call.when == "call":
+        report.mcpeval = result  # a builtin-only dict: crosses the xdist channel as it is
+    return report  # type: ignore[no-any-return]
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    result = getattr(report, "mcpeval", None)
+    if report.when != "call" or not isinstance(result, dict):
+        return None
+    if result.get("error"):
+        return "error", "E", "ERROR"
+    if report.passed and result.get("passed") is False:
+        return "missed", "M", ("MISS", {"yellow": True})
+    return None
+
+
+@pytest.fixture(scope="session")
+def mcp_server() -> Any:
+    """Override in conftest.py to supply the server for the benchmark files below it.
+
+    Return an ``MCPServer`` (in-process), a URL (streamable HTTP), ``StdioServerParameters``, or a list
+    of tool dicts; ``None`` (this default) uses each file's ``server`` block.
+    """
+    return None
+
+
+@pytest.fixture(scope="session")
+def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Session-wide server connections and the model call path (one per xdist worker)."""
+    from pytest_mcpeval.run.single import Runtime
+
+    runtime = Runtime(request.config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"))
+    yield runtime
+    runtime.close()

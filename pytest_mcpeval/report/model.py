@@ -1,0 +1,54 @@
+"""The report: a versioned, builtin-only dict built from the case results (docs/report.md).
+
+Reports are data first: the JSON file is this dict, the terminal summary is a rendering of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval import __version__
+from pytest_mcpeval.scoring.metrics import model_metrics
+
+REPORT_VERSION = 1
+
+
+def _case_order(case: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (case.get("file", ""), case.get("line", 0), case.get("id", ""), case.get("model", ""))
+
+
+def build_report(
+    results: Iterable[Mapping[str, Any]],
+    catalogs: Mapping[str, list[str]],
+    model_order: list[str],
+    gate: Mapping[str, Any] | None = None,
+    run: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    cases = sorted(({k: v for k, v in r.items() if k != "catalog_tools"} for r in results), key=_case_order)
+    names = [m for m in model_order if any(c["model"] == m for c in cases)]
+    names += sorted({c["model"] for c in cases} - set(names))
+    models = {}
+    tested = {c["expected_label"] for c in cases if c.get("expected_label")}
+    for name in names:
+        metrics = model_metrics([c for c in cases if c["model"] == name])
+        offered = {t for digest in {c.get("catalog") for c in cases if c["model"] == name} for t in catalogs.get(digest or "", [])}
+        metrics["untested_tools"] = sorted(offered - tested)
+        models[name] = metrics
+    return {
+        "version": REPORT_VERSION,
+        "plugin_version": __version__,
+        "run": dict(run or {}),
+        "models": models,
+        "gate": dict(gate or {"passed": True, "failures": [], "thresholds": []}),
+        "cases": cases,
+    }
+
+
+def write_json(report: Mapping[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)

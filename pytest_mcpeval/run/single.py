@@ -1,0 +1,150 @@
+"""Run one case against one model: build the request, make the one model call, score the answer.
+
+:class:`Runtime` is the session-wide object behind the ``mcpeval_runtime`` fixture: it owns the
+server connections (one per server per process) and knows which catalogs this process has already
+reported to the controller.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.loader import Benchmark
+from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.schema import Case
+from pytest_mcpeval.scoring.case import Expectation, parse_call, score_case
+from pytest_mcpeval.servers import ServerError, ServerPool
+
+
+class CaseError(Exception):
+    """The case could not be evaluated (server, model API, or a benchmark that names a missing tool).
+
+    Such a case is an error: listed apart and excluded from every metric, never counted as a miss.
+    """
+
+
+@dataclass(frozen=True)
+class CaseRef:
+    """What an item needs to run: its file, case and model."""
+
+    bench: Benchmark
+    case: Case
+    model: ModelSpec | None
+
+    @property
+    def line(self) -> int:
+        return self.bench.case_lines.get(self.case.id, 0)
+
+    def expectations(self) -> list[Expectation]:
+        return [
+            Expectation(call.tool, self.bench.matchers.get((self.case.id, j)), call.extra_args)
+            for j, call in enumerate(self.case.expect)
+        ]
+
+
+def build_messages(system: str | None, case: Case) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    if isinstance(case.input, str):
+        messages.append({"role": "user", "content": case.input})
+    else:
+        messages.extend({"role": m.role, "content": m.content} for m in case.input)
+    return messages
+
+
+def missing_tools(expects: list[Expectation], catalog: Catalog) -> list[tuple[int, str]]:
+    """``(index in expect, message)`` for each expected tool the catalog lacks, with a did-you-mean."""
+    out = []
+    for index, expect in enumerate(expects):
+        if expect.tool not in catalog.by_name:
+            close = difflib.get_close_matches(expect.tool, catalog.names, n=1, cutoff=0.6)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            out.append((index, f"expected tool `{expect.tool}` is not published by the server{hint}"))
+    return out
+
+
+class Runtime:
+    def __init__(self, root_dir: Path, log_dir: Path) -> None:
+        self.root_dir = root_dir
+        self.pool = ServerPool(log_dir)
+        self._reported_catalogs: set[str] = set()
+
+    def catalog(self, ref: CaseRef, override: Any) -> Catalog:
+        if override is not None:
+            return self.pool.catalog_for_object(override)
+        spec = ref.bench.spec.server
+        if spec is None:
+            raise CaseError(
+                f"{ref.bench.path}: no `server` in the file and no `mcp_server` fixture returned one"
+            )
+        return self.pool.catalog_for_spec(spec, ref.bench.path.parent, self.root_dir)
+
+    def run(self, ref: CaseRef, override: Any) -> dict[str, Any]:
+        """The case's result dict; infrastructure problems are returned with ``error`` set."""
+        assert ref.model is not None
+        result: dict[str, Any] = {
+            "file": _relative(ref.bench.path, self.root_dir),
+            "line": ref.line,
+            "id": ref.case.id,
+            "model": ref.model.name,
+            "tags": sorted({*ref.bench.spec.tags, *ref.case.tags}),
+            "error": None,
+        }
+        expects = ref.expectations()
+        try:
+            catalog = self.catalog(ref, override)
+        except (ServerError, CaseError) as exc:
+            return self._error(result, expects, str(exc))
+        result["catalog"] = catalog.digest
+        if catalog.digest not in self._reported_catalogs:
+            self._reported_catalogs.add(catalog.digest)
+            result["catalog_tools"] = catalog.names
+        problems = missing_tools(expects, catalog)
+        if problems:
+            where = f"{result['file']}:{ref.line}: case `{ref.case.id}`"
+            return self._error(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
+        from pytest_mcpeval.models.litellm_client import ModelCallError, complete
+
+        messages = build_messages(ref.bench.spec.system, ref.case)
+        try:
+            reply = complete(ref.model, messages, catalog.openai_tools)
+        except ModelCallError as exc:
+            return self._error(result, expects, str(exc))
+        calls = [parse_call(c.name, c.arguments, catalog) for c in reply.calls]
+        result.update(score_case(expects, calls, catalog))
+        result["content"] = reply.content
+        result["usage"] = reply.usage
+        result["latency_s"] = round(reply.latency_s, 4)
+        return result
+
+    @staticmethod
+    def _error(result: dict[str, Any], expects: list[Expectation], message: str) -> dict[str, Any]:
+        result.update(
+            {
+                "error": message,
+                "expected": [e.describe() for e in expects],
+                "expected_label": None,
+                "called": [],
+                "called_label": None,
+                "correct": None,
+                "passed": None,
+                "arguments": None,
+                "diagnosis": None,
+            }
+        )
+        return result
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -1,0 +1,179 @@
+"""The benchmark file format: pydantic models, the contract with users.
+
+A benchmark file (``*.mcpeval.yaml``) names one MCP server and a list of cases.  Every model is
+``extra="forbid"`` so a misspelt key is an error, never silently ignored.  The JSON Schema exported
+from :class:`BenchmarkFile` lives in ``docs/benchmark.schema.json`` (``make schema`` rewrites it and
+a test checks it is current).
+
+Argument values in ``expect[].args`` are either literal JSON values or *matchers*
+(``{any_of: [...]}``, ``{regex: ...}``, ...).  Their grammar is checked by
+:mod:`pytest_mcpeval.scoring.matchers` when the file is loaded, so that an error can name the exact
+argument path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FORMAT_VERSION = 1
+CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+PYTHON_TARGET_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSpec(_Strict):
+    """Where the tools come from.  Exactly one of ``tools_file``, ``command``, ``url``, ``python``."""
+
+    tools_file: str | None = Field(
+        default=None,
+        description="JSON file with a list of MCP Tool objects (or {\"tools\": [...]}), relative to the "
+        "benchmark file. No server is started.",
+    )
+    command: Annotated[list[str], Field(min_length=1)] | None = Field(
+        default=None, description="Start this command and talk MCP over its stdin/stdout."
+    )
+    env: dict[str, str] | None = Field(default=None, description="Extra environment for `command`.")
+    cwd: str | None = Field(
+        default=None, description="Working directory for `command`, relative to the benchmark file."
+    )
+    url: str | None = Field(default=None, description="Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp")
+    headers: dict[str, str] | None = Field(
+        default=None, description="HTTP headers for `url`; `${VAR}` is replaced from the environment."
+    )
+    python: str | None = Field(
+        default=None,
+        pattern=PYTHON_TARGET_PATTERN,
+        description="In-process server object as `module:attribute` (an MCPServer or low-level Server).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> ServerSpec:
+        given = [k for k in ("tools_file", "command", "url", "python") if getattr(self, k) is not None]
+        if len(given) != 1:
+            found = ", ".join(given) if given else "none"
+            raise ValueError(f"give exactly one of tools_file, command, url, python (found: {found})")
+        if (self.env is not None or self.cwd is not None) and self.command is None:
+            raise ValueError("`env` and `cwd` only apply to `command`")
+        if self.headers is not None and self.url is None:
+            raise ValueError("`headers` only applies to `url`")
+        return self
+
+    @property
+    def kind(self) -> Literal["tools_file", "command", "url", "python"]:
+        if self.tools_file is not None:
+            return "tools_file"
+        if self.command is not None:
+            return "command"
+        if self.url is not None:
+            return "url"
+        return "python"
+
+    def describe(self) -> str:
+        """One line naming the server, for messages."""
+        if self.command is not None:
+            return "command: " + " ".join(self.command)
+        value = getattr(self, self.kind)
+        return f"{self.kind}: {value}"
+
+
+class Message(_Strict):
+    """One chat message of a multi-message input."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ExpectedCall(_Strict):
+    """A tool call the model should make."""
+
+    tool: str = Field(min_length=1, description="Tool name as the server publishes it.")
+    args: dict[str, Any] | None = Field(
+        default=None,
+        description="Expected arguments: literal JSON values or matchers ({any_of}, {regex}, {approx, tol}, "
+        "{text}, {equals}, {ignore: true}, with optional: true). Omit `args` to check only the tool name; "
+        "`args: {}` expects a call without arguments.",
+    )
+    extra_args: Literal["forbid", "allow"] = Field(
+        default="forbid",
+        description="`forbid` (default, as BFCL): an argument the expectation does not name is a value "
+        "mismatch. `allow`: extra arguments are accepted (they still count as hallucinated if the "
+        "tool's schema does not define them).",
+    )
+
+
+class Case(_Strict):
+    """One benchmark case: an input and the calls it should produce."""
+
+    id: str = Field(pattern=CASE_ID_PATTERN, description="Unique within the file; becomes the test id.")
+    input: str | Annotated[list[Message], Field(min_length=1)] = Field(
+        description="The user request, or a list of chat messages ending with the user's turn."
+    )
+    expect: list[ExpectedCall] = Field(
+        description="Expected tool calls; an empty list means the model must call no tool."
+    )
+    tags: list[str] = Field(default_factory=list, description="Become pytest markers (select with -m).")
+    skip: bool | str = Field(default=False, description="true, or a reason string, to skip the case.")
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_are_identifiers(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not tag.isidentifier():
+                raise ValueError(f"tag {tag!r} must be a Python identifier (it becomes a pytest marker)")
+        return tags
+
+
+class BenchmarkFile(_Strict):
+    """A ``*.mcpeval.yaml`` file."""
+
+    version: Literal[1] = Field(default=FORMAT_VERSION, description="Format version; currently 1.")
+    server: ServerSpec | None = Field(
+        default=None,
+        description="The MCP server. May be omitted only when an `mcp_server` fixture provides one.",
+    )
+    models: list[str] = Field(
+        default_factory=list,
+        description="Models to run when neither --mcp-models nor the ini key mcp_models names any.",
+    )
+    tags: list[str] = Field(default_factory=list, description="Markers added to every case of the file.")
+    system: str | None = Field(default=None, description="System prompt sent before every case's input.")
+    cases: Annotated[list[Case], Field(min_length=1)]
+
+    @field_validator("tags")
+    @classmethod
+    def _file_tags_are_identifiers(cls, tags: list[str]) -> list[str]:
+        return Case._tags_are_identifiers(tags)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> BenchmarkFile:
+        seen: set[str] = set()
+        for case in self.cases:
+            if case.id in seen:
+                raise ValueError(f"duplicate case id {case.id!r}")
+            seen.add(case.id)
+        return self
+
+
+def field_names() -> set[str]:
+    """Every key the format knows, for did-you-mean suggestions."""
+    names: set[str] = set()
+    for model in (BenchmarkFile, ServerSpec, Case, ExpectedCall, Message):
+        names.update(model.model_fields)
+    return names
+
+
+def json_schema() -> dict[str, Any]:
+    schema = BenchmarkFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pytest-mcpeval benchmark file (version 1)"
+    return schema
+
+
+def is_case_id(text: str) -> bool:
+    return re.match(CASE_ID_PATTERN, text) is not None

@@ -1,0 +1,240 @@
+"""Expected argument values: literals and matchers, compiled once when a benchmark file loads.
+
+Semantics (documented in docs/matching.md), modelled on BFCL's AST checker:
+
+* A literal matches after type-aware normalisation: ``1 == 1.0`` (but ``True`` is not ``1``), tuples
+  equal lists, mapping key order is irrelevant, two RFC 3339 date-times that name the same instant are
+  equal (``2025-04-01T00:00:00Z`` == ``2025-04-01T02:00:00+02:00``).  Strings are otherwise exact.
+* A mapping whose keys are matcher keys is a matcher:
+  ``{any_of: [a, b]}``, ``{regex: "..."}`` (full match), ``{approx: x, tol: t}``,
+  ``{text: "..."}`` (BFCL's loose string comparison), ``{equals: v}`` (literal, also for objects whose
+  keys look like matcher keys), ``{ignore: true}``; any of them may carry ``optional: true`` (absence is
+  fine, presence must match).  Mixing matcher keys with other keys, or a single key that looks like a
+  misspelt matcher key, is an error with a did-you-mean.
+* Lists match element-wise with the same length; mappings need the same keys (optional ones aside) and
+  matching values, recursively.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+VALUE_KEYS = ("equals", "any_of", "regex", "approx", "text", "ignore")
+MODIFIER_KEYS = ("optional", "tol")
+MATCHER_KEYS = frozenset(VALUE_KEYS + MODIFIER_KEYS)
+DEFAULT_TOL = 1e-6
+
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+)
+_BFCL_STRIP = re.compile(r"[ ,./\-_*^]")
+
+
+class MatcherError(ValueError):
+    """A malformed expected value.  ``path`` is relative to the ``args`` mapping."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _instant(text: str) -> dt.datetime | None:
+    if not _RFC3339.match(text):
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("z", "Z").replace("t", "T"))
+    except ValueError:
+        return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def values_equal(expected: Any, actual: Any) -> bool:
+    """Literal equality with the normalisations above (no matchers)."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return isinstance(expected, bool) and isinstance(actual, bool) and expected is actual
+    if _is_number(expected):
+        return _is_number(actual) and float(expected) == float(actual)
+    if isinstance(expected, str):
+        if not isinstance(actual, str):
+            return False
+        if expected == actual:
+            return True
+        a, b = _instant(expected), _instant(actual)
+        return a is not None and b is not None and a == b
+    if expected is None:
+        return actual is None
+    if isinstance(expected, Mapping):
+        return (
+            isinstance(actual, Mapping)
+            and set(expected) == set(actual)
+            and all(values_equal(expected[k], actual[k]) for k in expected)
+        )
+    if isinstance(expected, list | tuple):
+        return (
+            isinstance(actual, list | tuple)
+            and len(expected) == len(actual)
+            and all(values_equal(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    return bool(expected == actual)
+
+
+def bfcl_normalise(text: str) -> str:
+    """BFCL's string normalisation: drop spaces and ``,./-_*^``, lower-case, ``'`` -> ``"``."""
+    return _BFCL_STRIP.sub("", text).lower().replace("'", '"')
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """A compiled expected value.  ``kind`` is one of literal, list, object, or a matcher key."""
+
+    kind: str
+    value: Any = None
+    optional: bool = False
+    tol: float = DEFAULT_TOL
+
+    def matches(self, actual: Any) -> bool:
+        kind = self.kind
+        if kind in ("literal", "equals"):
+            return values_equal(self.value, actual)
+        if kind == "ignore":
+            return True
+        if kind == "any_of":
+            return any(m.matches(actual) for m in self.value)
+        if kind == "regex":
+            return isinstance(actual, str) and self.value.fullmatch(actual) is not None
+        if kind == "approx":
+            return _is_number(actual) and math.isclose(float(actual), self.value, rel_tol=0.0, abs_tol=self.tol)
+        if kind == "text":
+            return isinstance(actual, str) and bfcl_normalise(actual) == bfcl_normalise(self.value)
+        if kind == "list":
+            return (
+                isinstance(actual, list | tuple)
+                and len(actual) == len(self.value)
+                and all(m.matches(a) for m, a in zip(self.value, actual, strict=True))
+            )
+        if kind == "object":
+            return isinstance(actual, Mapping) and not check_object(self.value, actual, allow_extra=False)
+        raise AssertionError(f"unknown matcher kind {kind}")
+
+    def describe(self) -> Any:
+        """A JSON-able rendering for reports and diffs."""
+        if self.kind == "literal":
+            return self.value
+        if self.kind == "list":
+            return [m.describe() for m in self.value]
+        if self.kind == "object":
+            return {k: m.describe() for k, m in self.value.items()}
+        out: dict[str, Any] = {}
+        if self.kind == "any_of":
+            out["any_of"] = [m.describe() for m in self.value]
+        elif self.kind == "regex":
+            out["regex"] = self.value.pattern
+        elif self.kind == "approx":
+            out["approx"] = self.value
+            out["tol"] = self.tol
+        else:
+            out[self.kind] = self.value
+        if self.optional:
+            out["optional"] = True
+        return out
+
+
+def check_object(expected: Mapping[str, Matcher], actual: Mapping[str, Any], allow_extra: bool) -> list[str]:
+    """Names of the keys that fail: missing (non-optional), mismatched, or unexpected extras."""
+    bad = [k for k, m in expected.items() if (k in actual and not m.matches(actual[k]))]
+    bad += [k for k, m in expected.items() if k not in actual and not m.optional and m.kind != "ignore"]
+    if not allow_extra:
+        bad += [k for k in actual if k not in expected]
+    return bad
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.7)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def compile_value(raw: Any, path: tuple[str | int, ...] = ()) -> Matcher:
+    """Compile a literal or matcher from the benchmark file; raise :class:`MatcherError`."""
+    if isinstance(raw, Mapping):
+        keys = [str(k) for k in raw]
+        known = [k for k in keys if k in MATCHER_KEYS]
+        if not known:
+            if len(keys) == 1 and _suggest(keys[0], sorted(MATCHER_KEYS)):
+                raise MatcherError(
+                    path,
+                    f"unknown matcher `{keys[0]}`{_suggest(keys[0], sorted(MATCHER_KEYS))} "
+                    "(to expect a literal object with this key, write {equals: {...}})",
+                )
+            return Matcher("object", {str(k): compile_value(v, (*path, str(k))) for k, v in raw.items()})
+        return _compile_matcher(raw, keys, path)
+    if isinstance(raw, list | tuple):
+        return Matcher("list", tuple(compile_value(v, (*path, i)) for i, v in enumerate(raw)))
+    if raw is not None and not isinstance(raw, str | int | float | bool):
+        raise MatcherError(path, f"unsupported value of type {type(raw).__name__}")
+    return Matcher("literal", raw)
+
+
+def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | int, ...]) -> Matcher:
+    for key in keys:
+        if key not in MATCHER_KEYS:
+            raise MatcherError(
+                (*path, key),
+                f"unknown matcher key `{key}`{_suggest(key, sorted(MATCHER_KEYS))} "
+                f"(matcher keys: {', '.join(sorted(MATCHER_KEYS))})",
+            )
+    value_keys = [k for k in keys if k in VALUE_KEYS]
+    optional = raw.get("optional", False)
+    if not isinstance(optional, bool):
+        raise MatcherError((*path, "optional"), "`optional` must be true or false")
+    if "tol" in raw and value_keys != ["approx"]:
+        raise MatcherError((*path, "tol"), "`tol` only goes with `approx`")
+    if len(value_keys) > 1:
+        raise MatcherError(path, f"a matcher takes one of {', '.join(VALUE_KEYS)}; found {', '.join(value_keys)}")
+    if not value_keys:  # {optional: true} alone: any value, or none
+        return Matcher("ignore", True, optional=True)
+    kind = value_keys[0]
+    arg = raw[kind]
+    where = (*path, kind)
+    if kind == "equals":
+        if not isinstance(arg, str | int | float | bool | list | dict) and arg is not None:
+            raise MatcherError(where, "`equals` takes a JSON value")
+        return Matcher("equals", arg, optional=optional)
+    if kind == "ignore":
+        if arg is not True:
+            raise MatcherError(where, "write `ignore: true` (or remove the argument from `args`)")
+        return Matcher("ignore", True, optional=True)
+    if kind == "any_of":
+        if not isinstance(arg, list) or not arg:
+            raise MatcherError(where, "`any_of` takes a non-empty list of accepted values")
+        return Matcher("any_of", tuple(compile_value(v, (*where, i)) for i, v in enumerate(arg)), optional)
+    if kind == "regex":
+        if not isinstance(arg, str):
+            raise MatcherError(where, "`regex` takes a string (a Python regular expression, full match)")
+        try:
+            return Matcher("regex", re.compile(arg), optional)
+        except re.error as exc:
+            raise MatcherError(where, f"invalid regular expression: {exc}") from None
+    if kind == "approx":
+        tol = raw.get("tol", DEFAULT_TOL)
+        if not _is_number(arg):
+            raise MatcherError(where, "`approx` takes a number")
+        if not _is_number(tol) or tol < 0:
+            raise MatcherError((*path, "tol"), "`tol` takes a non-negative number (absolute tolerance)")
+        return Matcher("approx", float(arg), optional, float(tol))
+    if not isinstance(arg, str):  # text
+        raise MatcherError(where, "`text` takes a string")
+    return Matcher("text", arg, optional)
+
+
+def compile_args(raw: Mapping[str, Any]) -> dict[str, Matcher]:
+    return {str(name): compile_value(value, (str(name),)) for name, value in raw.items()}

@@ -1,0 +1,113 @@
+"""Aggregate metrics for one model over its case results (definitions in docs/metrics.md).
+
+Tool selection is multi-class classification: one class per tool plus ``(none)``; the labels are the
+union of expected and called labels.  A quantity with no data is ``None`` (JSON ``null``), never 0: a
+gate must tell "nothing measured" from "all wrong".  Values are plain Python floats (numpy scalars do
+not cross the xdist channel and are not JSON).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pytest_mcpeval.scoring.case import NONE
+
+ARGUMENT_METRICS = {
+    "hallucination_rate": "hallucination",
+    "all_expected_rate": "all_expected",
+    "all_required_rate": "all_required",
+    "exact_match_rate": "exact",
+}
+
+
+def sort_labels(labels: Iterable[str]) -> list[str]:
+    """Tools alphabetically, ``(none)`` last."""
+    found = set(labels)
+    return sorted(found - {NONE}) + ([NONE] if NONE in found else [])
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return float(num) / float(den) if den else None
+
+
+def argument_rates(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The four argument metrics over correctly selected cases that expected a tool."""
+    checks = [c["arguments"] for c in cases if c.get("arguments") is not None]
+    out: dict[str, Any] = {"evaluated": len(checks)}
+    for metric, key in ARGUMENT_METRICS.items():
+        values = [bool(a[key]) for a in checks if a.get(key) is not None]
+        out[metric] = _ratio(sum(values), len(values))
+    return out
+
+
+def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[str]) -> Any:
+    """Confusion matrix as a numpy array, rows expected, columns called."""
+    import numpy as np
+
+    index = {label: i for i, label in enumerate(labels)}
+    matrix = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    if expected:
+        rows = np.fromiter((index[e] for e in expected), dtype=np.int64, count=len(expected))
+        cols = np.fromiter((index[c] for c in called), dtype=np.int64, count=len(called))
+        np.add.at(matrix, (rows, cols), 1)
+    return matrix
+
+
+def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every metric of one model; ``cases`` are result dicts of that model (errors included)."""
+    import numpy as np
+
+    errors = [c for c in cases if c.get("error")]
+    scored = [c for c in cases if not c.get("error") and c.get("correct") is not None]
+    expected = [c["expected_label"] for c in scored]
+    called = [c["called_label"] for c in scored]
+    labels = sort_labels([*expected, *called])
+    matrix = confusion(expected, called, labels)
+    tp = np.diag(matrix).astype(float)
+    support = matrix.sum(axis=1).astype(float)
+    predicted = matrix.sum(axis=0).astype(float)
+
+    tools: dict[str, dict[str, Any]] = {}
+    f1_values: list[float] = []
+    for i, label in enumerate(labels):
+        f1 = _ratio(2 * tp[i], support[i] + predicted[i])
+        tools[label] = {
+            "precision": _ratio(tp[i], predicted[i]),
+            "recall": _ratio(tp[i], support[i]),
+            "f1": f1,
+            "support": int(support[i]),
+            "predicted": int(predicted[i]),
+            "arguments": argument_rates([c for c in scored if c["expected_label"] == label and c["correct"]]),
+        }
+        if f1 is not None:
+            f1_values.append(f1)
+    total_support = float(support.sum())
+    weighted = (
+        float(sum(tools[label]["f1"] * support[i] for i, label in enumerate(labels))) / total_support
+        if total_support
+        else None
+    )
+    pairs = [
+        {"expected": labels[i], "called": labels[j], "count": int(matrix[i, j])}
+        for i in range(len(labels))
+        for j in range(len(labels))
+        if i != j and matrix[i, j] > 0
+    ]
+    pairs.sort(key=lambda p: (-p["count"], p["expected"], p["called"]))
+    passed = [bool(c.get("passed")) for c in scored]
+    return {
+        "cases": len(cases),
+        "scored": len(scored),
+        "errors": len(errors),
+        "accuracy": _ratio(float(tp.sum()), len(scored)),
+        "pass_rate": _ratio(sum(passed), len(passed)),
+        "macro_f1": float(np.mean(f1_values)) if f1_values else None,
+        "weighted_f1": weighted,
+        "tools": tools,
+        "confusion": {"labels": labels, "matrix": matrix.tolist()},
+        "confused_pairs": pairs,
+        "arguments": argument_rates([c for c in scored if c["correct"]]),
+        "diagnoses": dict(sorted(Counter(c["diagnosis"] for c in scored if c.get("diagnosis")).items())),
+    }

@@ -1,0 +1,80 @@
+"""The controller's side of a run: gather case results, gate, write and print the report.
+
+Registered only in the process that reports (not on xdist workers).  Case results arrive as plain
+dicts on the test reports, so ``-n 2`` and ``-n 0`` produce the same report.  As syrupy does, the exit
+status is set in a ``tryfirst`` ``pytest_sessionfinish`` and printing happens in
+``pytest_terminal_summary``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.keys import SETTINGS_KEY
+
+
+class EvalSession:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[dict[str, Any]] = []
+        self.catalogs: dict[str, list[str]] = {}
+        self.report: dict[str, Any] | None = None
+        self.usage_errors: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        result = getattr(report, "mcpeval", None)
+        if report.when == "call" and isinstance(result, dict):
+            tools = result.get("catalog_tools")
+            if tools is not None:
+                self.catalogs[result["catalog"]] = list(tools)
+            self.results.append(result)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        settings = self.config.stash[SETTINGS_KEY]
+        if not self.results and settings.report_path is None:
+            return
+        from pytest_mcpeval.gate import check_names, evaluate
+        from pytest_mcpeval.report.model import build_report, write_json
+
+        models_run = {r["model"] for r in self.results}
+        tools = {t for names in self.catalogs.values() for t in names}
+        self.usage_errors = check_names(settings.thresholds, tools, models_run) if self.results else []
+        report = build_report(self.results, self.catalogs, settings.models)
+        failures = evaluate(settings.thresholds, report["models"]) if not self.usage_errors else []
+        report["gate"] = {
+            "passed": not failures and not self.usage_errors,
+            "failures": failures,
+            "usage_errors": self.usage_errors,
+            "thresholds": [str(t) for t in settings.thresholds],
+        }
+        report["run"] = {"models": {r: settings.registry.resolve(r).to_builtin() for r in sorted(models_run)}}
+        self.report = report
+        if settings.report_path is not None:
+            write_json(report, settings.report_path)
+        if self.usage_errors:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif failures and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None or not self.report["cases"]:
+            return
+        from pytest_mcpeval.report.terminal import summary_lines
+
+        tr = terminalreporter
+        tr.write_sep("=", "mcpeval summary")
+        for line in summary_lines(self.report, verbose=self.config.option.verbose > 0):
+            tr.write_line(line)
+        settings = self.config.stash[SETTINGS_KEY]
+        if settings.report_path is not None:
+            tr.write_line(f"report written to {settings.report_path}")
+        gate = self.report["gate"]
+        for message in gate["usage_errors"]:
+            tr.write_line(f"ERROR {message}", red=True, bold=True)
+        for message in gate["failures"]:
+            tr.write_line(f"GATE FAILED {message}", red=True, bold=True)
+        if gate["thresholds"] and gate["passed"]:
+            tr.write_line(f"gate passed: {', '.join(gate['thresholds'])}", green=True)

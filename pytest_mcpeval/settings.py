@@ -1,0 +1,77 @@
+"""The plugin's settings, read once from the command line and the ini file at configure time.
+
+Option values are checked by argparse ``type=`` functions (one clear message each); ini values here,
+raising :class:`pytest.UsageError`.  Nothing heavy is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pytest_mcpeval.gate import Threshold, ThresholdError, parse_threshold
+from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
+
+FILE_SUFFIXES = (".mcpeval.yaml", ".mcpeval.yml")
+
+
+def unit_interval(text: str) -> float:
+    """argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1")
+    return value
+
+
+def model_list(text: str) -> list[str]:
+    """argparse type: comma-separated model names."""
+    names = split_names(text)
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} names no model (expected e.g. openai/gpt-5,claude)")
+    return names
+
+
+@dataclass
+class Settings:
+    models: list[str] = field(default_factory=list)
+    registry: ModelRegistry = field(default_factory=ModelRegistry)
+    thresholds: list[Threshold] = field(default_factory=list)
+    strict: bool = False
+    report_path: Path | None = None
+
+    def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
+        return [self.registry.resolve(name) for name in (self.models or file_models)]
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        opt = config.option
+        models: list[str] = []
+        for chunk in opt.mcp_models or []:
+            models += [m for m in chunk if m not in models]
+        if not models:
+            models = split_names(config.getini("mcp_models"))
+        try:
+            registry = ModelRegistry.from_ini(config.getini("mcp_model_aliases"), config.getini("mcp_model_params"))
+        except ModelConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        thresholds: list[Threshold] = []
+        try:
+            if opt.mcp_min_accuracy is not None:
+                thresholds.append(parse_threshold(f"accuracy >= {opt.mcp_min_accuracy}", "--mcp-min-accuracy"))
+            if opt.mcp_min_f1 is not None:
+                thresholds.append(parse_threshold(f"macro_f1 >= {opt.mcp_min_f1}", "--mcp-min-f1"))
+            for line in config.getini("mcp_thresholds"):
+                if line.strip() and not line.strip().startswith("#"):
+                    thresholds.append(parse_threshold(line, "ini mcp_thresholds"))
+        except ThresholdError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        report = Path(opt.mcp_report) if opt.mcp_report else None
+        if report is not None and not report.is_absolute():
+            report = Path(config.invocation_params.dir) / report
+        return cls(models, registry, thresholds, bool(opt.mcp_strict), report)
