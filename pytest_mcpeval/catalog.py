@@ -81,7 +81,7 @@ class Catalog:
             return name
         base = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "tool"
         candidate, n = base, 1
-        while candidate in self.from_openai_name or candidate in self.by_name and candidate != name:
+        while candidate in self.from_openai_name or (candidate in self.by_name and candidate != name):
             n += 1
             suffix = f"_{n}"
             candidate = base[: 64 - len(suffix)] + suffix

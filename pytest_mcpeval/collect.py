@@ -6,6 +6,7 @@ session fixtures such as ``mcp_server`` (a user's override of the file's server)
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -56,6 +57,7 @@ class BenchmarkFileNode(pytest.File):
         try:
             bench = load(self.path)
         except BenchmarkError as exc:
+            exc.path = self._shown_path
             raise self.CollectError(str(exc)) from None
         settings = self.config.stash[SETTINGS_KEY]
         self._check_static_tools(bench)
@@ -78,6 +80,11 @@ class BenchmarkFileNode(pytest.File):
                 items.append(item)
         return items
 
+    @property
+    def _shown_path(self) -> str:
+        """The file as the user would type it: relative to where pytest was started."""
+        return os.path.relpath(self.path, self.config.invocation_params.dir)
+
     def _check_static_tools(self, bench: Benchmark) -> None:
         """With a static tool list, a missing expected tool is found at collection time."""
         from pytest_mcpeval.servers import ServerError, load_tools_file
@@ -89,10 +96,10 @@ class BenchmarkFileNode(pytest.File):
             catalog = load_tools_file(self.path.parent / spec.tools_file)
         except ServerError as exc:
             raise self.CollectError(
-                f"{self.path}:{bench.line_of(('server', 'tools_file'))}: server.tools_file: {exc}"
+                f"{self._shown_path}:{bench.line_of(('server', 'tools_file'))}: server.tools_file: {exc}"
             ) from None
         for i, case in enumerate(bench.spec.cases):
             ref = CaseRef(bench, case, None)
             for j, problem in missing_tools(ref.expectations(), catalog):
                 line = bench.line_of(("cases", i, "expect", j, "tool")) or ref.line
-                raise self.CollectError(f"{self.path}:{line}: cases[{i}] (`{case.id}`): {problem}")
+                raise self.CollectError(f"{self._shown_path}:{line}: cases[{i}] (`{case.id}`): {problem}")

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.run.single import CaseRef
-    from pytest_mcpeval.settings import Settings
+    pass
 
 SETTINGS_KEY = pytest.StashKey["Settings"]()
 CASE_KEY = pytest.StashKey["CaseRef"]()

@@ -167,7 +167,7 @@ class ServerPool:
             raise ServerError(
                 f"server ({label}) did not answer within {self.timeout:.0f} s; its log: {log}"
             ) from None
-        except BaseException as exc:  # noqa: BLE001 - every failure of a server is reported the same way
+        except BaseException as exc:
             leaf = _first_leaf(exc)
             detail = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
             raise ServerError(f"could not connect to the server ({label}): {detail}; its log: {log}") from None

@@ -124,11 +124,12 @@ def _one_to_one(expects: list[Expectation], calls: list[dict[str, Any]], catalog
     return assign(0, frozenset())
 
 
-def diagnose(expected_label: str, called_label: str, n_expected: int, calls: list[dict[str, Any]],
+def diagnose(expected_label: str, called_label: str, expected_tools: list[str], calls: list[dict[str, Any]],
              arguments: dict[str, Any] | None, passed: bool) -> str | None:
     """The primary failure mode (names follow MCP-Atlas's tool-call taxonomy where one exists)."""
     if passed:
         return None
+    n_expected = len(expected_tools)
     if expected_label == NONE:
         return "tool_use_not_expected"
     if called_label == NONE:
@@ -144,6 +145,8 @@ def diagnose(expected_label: str, called_label: str, n_expected: int, calls: lis
         return "extra_calls"
     if len(calls) < n_expected:
         return "missing_calls"
+    if sorted(c["tool"] for c in calls) != sorted(expected_tools):
+        return "wrong_tool"
     return "wrong_arguments"
 
 
@@ -161,5 +164,5 @@ def score_case(expects: list[Expectation], calls: list[dict[str, Any]], catalog:
         "correct": correct,
         "passed": passed,
         "arguments": arguments,
-        "diagnosis": diagnose(expected_label, called_label, len(expects), calls, arguments, passed),
+        "diagnosis": diagnose(expected_label, called_label, [e.tool for e in expects], calls, arguments, passed),
     }

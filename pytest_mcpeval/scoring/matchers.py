@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 VALUE_KEYS = ("equals", "any_of", "regex", "approx", "text", "ignore")
@@ -45,13 +46,20 @@ class MatcherError(ValueError):
         self.message = message
 
 
-def _instant(text: str) -> dt.datetime | None:
-    if not _RFC3339.match(text):
+def _instant(text: str) -> tuple[dt.datetime, Decimal] | None:
+    """The instant an RFC 3339 date-time names: whole seconds in UTC plus the exact fraction.
+
+    The fraction is kept apart because ``datetime`` cuts it to microseconds."""
+    match = _RFC3339.match(text)
+    if not match:
         return None
+    fraction = match.group(1) or ""
+    whole = text.replace(fraction, "", 1) if fraction else text
     try:
-        return dt.datetime.fromisoformat(text.replace("z", "Z").replace("t", "T"))
+        moment = dt.datetime.fromisoformat(whole.replace("z", "Z").replace("t", "T").replace(" ", "T"))
     except ValueError:
         return None
+    return moment.astimezone(dt.UTC), Decimal("0" + fraction) if fraction else Decimal(0)
 
 
 def _is_number(value: Any) -> bool:
@@ -63,7 +71,7 @@ def values_equal(expected: Any, actual: Any) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected is actual
     if _is_number(expected):
-        return _is_number(actual) and float(expected) == float(actual)
+        return _is_number(actual) and expected == actual  # exact: int == float only when the values are equal
     if isinstance(expected, str):
         if not isinstance(actual, str):
             return False
@@ -152,7 +160,7 @@ class Matcher:
 def check_object(expected: Mapping[str, Matcher], actual: Mapping[str, Any], allow_extra: bool) -> list[str]:
     """Names of the keys that fail: missing (non-optional), mismatched, or unexpected extras."""
     bad = [k for k, m in expected.items() if (k in actual and not m.matches(actual[k]))]
-    bad += [k for k, m in expected.items() if k not in actual and not m.optional and m.kind != "ignore"]
+    bad += [k for k, m in expected.items() if k not in actual and not m.optional]
     if not allow_extra:
         bad += [k for k in actual if k not in expected]
     return bad
@@ -200,8 +208,8 @@ def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | 
         raise MatcherError((*path, "tol"), "`tol` only goes with `approx`")
     if len(value_keys) > 1:
         raise MatcherError(path, f"a matcher takes one of {', '.join(VALUE_KEYS)}; found {', '.join(value_keys)}")
-    if not value_keys:  # {optional: true} alone: any value, or none
-        return Matcher("ignore", True, optional=True)
+    if not value_keys:  # {optional: true} alone: any value or none; {optional: false}: any value, required
+        return Matcher("ignore", True, optional=optional)
     kind = value_keys[0]
     arg = raw[kind]
     where = (*path, kind)
@@ -226,9 +234,9 @@ def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | 
             raise MatcherError(where, f"invalid regular expression: {exc}") from None
     if kind == "approx":
         tol = raw.get("tol", DEFAULT_TOL)
-        if not _is_number(arg):
-            raise MatcherError(where, "`approx` takes a number")
-        if not _is_number(tol) or tol < 0:
+        if not _is_number(arg) or not math.isfinite(arg):
+            raise MatcherError(where, "`approx` takes a finite number")
+        if not _is_number(tol) or not math.isfinite(tol) or tol < 0:
             raise MatcherError((*path, "tol"), "`tol` takes a non-negative number (absolute tolerance)")
         return Matcher("approx", float(arg), optional, float(tol))
     if not isinstance(arg, str):  # text

@@ -1,0 +1,119 @@
+"""Every user mistake is one clear error naming file, line and field, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import GITHUB_TOOLS, make_project, run
+
+from pytest_mcpeval.models.scripted import ScriptedModelServer
+
+GOOD_CASE = """
+  - id: one
+    input: list the issues of github/docs
+    expect: [{tool: list_issues, args: {owner: github, repo: docs}}]
+"""
+
+
+def collect_error(pytester: pytest.Pytester, server: ScriptedModelServer, text: str, *args: str) -> str:
+    make_project(pytester, server, {"bench.mcpeval.yaml": text})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    result = run(pytester, "--mcp-models=fake", *args)
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out
+    assert result.ret != 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: [unclosed\n",
+         "bench.mcpeval.yaml:5: invalid YAML: *"),
+        ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE + "    exepct: []\n",
+         "bench.mcpeval.yaml:6: cases[[]0[]].exepct: unknown field `exepct`; did you mean `expect`?"),
+        ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE + GOOD_CASE,
+         "bench.mcpeval.yaml:7: cases[[]1[]].id: duplicate case id `one` (first at line 3)"),
+        ("server: {tools_file: tools.json, url: http://x}\ncases:" + GOOD_CASE,
+         "bench.mcpeval.yaml:1: server: give exactly one of tools_file, command, url, python (found: tools_file, url)"),
+        ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE.replace("list_issues", "list_issue"),
+         "bench.mcpeval.yaml:5: cases[[]0[]] (`one`): expected tool `list_issue` is not published by the server;"
+         " did you mean `list_issues`?"),
+        ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE.replace("repo: docs", "repo: {regx: d.*}"),
+         "bench.mcpeval.yaml:5: cases[[]0[]].expect[[]0[]].args.repo: unknown matcher `regx`; did you mean `regex`?*"),
+        ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE.replace("repo: docs", "repo: {regex: '('}"),
+         "bench.mcpeval.yaml:5: cases[[]0[]].expect[[]0[]].args.repo.regex: invalid regular expression*"),
+        ("server: {tools_file: missing.json}\ncases:" + GOOD_CASE,
+         "bench.mcpeval.yaml:1: server.tools_file: tools_file */missing.json does not exist"),
+        ("server: {tools_file: tools.json}\ncases:\n  - id: a b\n    input: x\n    expect: []\n",
+         "bench.mcpeval.yaml:3: cases[[]0[]].id: String should match pattern*"),
+        ("server: {tools_file: tools.json}\nserver: {url: http://x}\ncases:" + GOOD_CASE,
+         "bench.mcpeval.yaml:2: duplicate key `server` (first at line 1)"),
+        ("server: {tools_file: tools.json}\ncases: []\n",
+         "bench.mcpeval.yaml:2: cases: List should have at least 1 item*"),
+        ("", "bench.mcpeval.yaml:1: the file is empty*"),
+    ],
+    ids=["yaml", "unknown-field", "duplicate-id", "two-servers", "unknown-tool", "unknown-matcher", "bad-regex",
+         "missing-tools-file", "bad-id", "duplicate-key", "no-cases", "empty"],
+)
+def test_collection_errors(pytester: pytest.Pytester, model_server: ScriptedModelServer,
+                           text: str, expected: str) -> None:
+    out = collect_error(pytester, model_server, text)
+    assert "ERROR collecting bench.mcpeval.yaml" in out
+    pytest.LineMatcher(out.splitlines()).fnmatch_lines([expected])
+
+
+def test_a_broken_file_loses_nothing_else(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    good = "server: {tools_file: tools.json}\ncases:" + GOOD_CASE
+    make_project(pytester, model_server, {"good.mcpeval.yaml": good, "bad.mcpeval.yaml": "cases: [\n"})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.call("list the issues of github/docs", "list_issues", owner="github", repo="docs")
+    result = run(pytester, "--mcp-models=fake", "--continue-on-collection-errors")
+    result.stdout.fnmatch_lines(["*bad.mcpeval.yaml:2: invalid YAML*", "*1 passed, 1 error*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--mcp-min-accuracy=abc"], "*--mcp-min-accuracy: 'abc' is not a number between 0 and 1"),
+        (["--mcp-min-f1=1.5"], "*--mcp-min-f1: '1.5' is not between 0 and 1"),
+        (["--mcp-models= , "], "*--mcp-models: ' , ' names no model*"),
+    ],
+)
+def test_bad_option_values(pytester: pytest.Pytester, args: list[str], expected: str) -> None:
+    result = run(pytester, *args)
+    result.stderr.fnmatch_lines([expected])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.parametrize(
+    ("ini", "expected"),
+    [
+        ("mcp_thresholds = acuracy >= 0.9", "*unknown metric `acuracy`*did you mean `accuracy`?*"),
+        ("mcp_thresholds = f1 >= 0.9", "*`f1` is per tool: write `f1[[]TOOL[]]`*"),
+        ("mcp_thresholds = accuracy > 0.9", "*cannot read threshold 'accuracy > 0.9'*"),
+        ("mcp_model_params = fake = {temperature: 0}", "*mcp_model_params: the value for 'fake' is not JSON*"),
+    ],
+)
+def test_bad_ini_values(pytester: pytest.Pytester, ini: str, expected: str) -> None:
+    (pytester.path / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
+    result = run(pytester)
+    result.stderr.fnmatch_lines([expected])
+    assert "Traceback" not in result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_unreachable_server_is_an_error_for_each_case(pytester: pytest.Pytester,
+                                                      model_server: ScriptedModelServer) -> None:
+    text = "server: {command: [definitely-not-a-command-xyz]}\ncases:" + GOOD_CASE + GOOD_CASE.replace("one", "two")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": text})
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    result.stdout.fnmatch_lines(
+        ["*could not connect to the server (command: definitely-not-a-command-xyz)*", "*2 error*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert result.ret == 1
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert report["models"]["fake"]["errors"] == 2 and report["models"]["fake"]["accuracy"] is None
+    assert model_server.requests == []  # no model call is paid for when the server is down

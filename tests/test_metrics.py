@@ -1,0 +1,224 @@
+"""model_metrics against scikit-learn, the GitHub MCP worked example, and null handling."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
+
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.scoring.case import NONE, Expectation, parse_call, score_case
+from pytest_mcpeval.scoring.matchers import compile_args
+from pytest_mcpeval.scoring.metrics import argument_rates, model_metrics, sort_labels
+
+CATALOG = Catalog(
+    [
+        {"name": "list_issues", "inputSchema": {"properties": {"owner": {}, "repo": {}}, "required": ["owner"]}},
+        {"name": "search_issues", "inputSchema": {"properties": {"query": {}}, "required": ["query"]}},
+    ]
+)
+
+
+def case(expected: str, called: str, **extra: Any) -> dict[str, Any]:
+    """A minimal result dict with the keys model_metrics reads."""
+    out: dict[str, Any] = {
+        "expected_label": expected,
+        "called_label": called,
+        "correct": expected == called,
+        "passed": expected == called,
+        "arguments": None,
+        "diagnosis": None if expected == called else "wrong_tool",
+    }
+    out.update(extra)
+    return out
+
+
+def scored(expected: str | None, called: str | None, args: str = "{}", matchers: dict[str, Any] | None = None,
+           ) -> dict[str, Any]:
+    expects = [Expectation(expected, compile_args(matchers) if matchers is not None else None)] if expected else []
+    calls = [parse_call(called, args, CATALOG)] if called else []
+    return score_case(expects, calls, CATALOG)
+
+
+def nan_to_none(values: Any) -> list[float | None]:
+    return [None if math.isnan(v) else float(v) for v in values]
+
+
+def random_labels(seed: int, n: int) -> tuple[list[str], list[str]]:
+    rng = np.random.default_rng(seed)
+    shared = ["create_issue", "get_me", "list_issues", "search_issues", NONE]
+    expected_pool = [*shared, "only_expected"]
+    called_pool = [*shared, "only_called"]
+    expected = [str(x) for x in rng.choice(expected_pool, size=n)]
+    called = [e if rng.random() < 0.5 and e in called_pool else str(rng.choice(called_pool)) for e in expected]
+    # make sure the one-sided classes really occur
+    expected += ["only_expected", "list_issues", NONE]
+    called += [str(rng.choice(shared)), "only_called", str(rng.choice(called_pool))]
+    return expected, called
+
+
+SEEDS = [0, 1, 2, 7, 42, 1234, 99999]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n", [5, 60, 400])
+def test_against_sklearn(seed: int, n: int) -> None:
+    expected, called = random_labels(seed, n)
+    m = model_metrics([case(e, c) for e, c in zip(expected, called, strict=True)])
+    labels = m["confusion"]["labels"]
+    assert labels == [*sorted((set(expected) | set(called)) - {NONE}), NONE]
+    assert "only_expected" in labels and "only_called" in labels
+
+    assert m["accuracy"] == pytest.approx(accuracy_score(expected, called), abs=1e-12)
+    assert m["confusion"]["matrix"] == confusion_matrix(expected, called, labels=labels).tolist()
+
+    p, r, f, s = precision_recall_fscore_support(expected, called, labels=labels, zero_division=np.nan)
+    ours = [m["tools"][label] for label in labels]
+    assert [t["precision"] for t in ours] == pytest.approx(nan_to_none(p), abs=1e-12)
+    assert [t["recall"] for t in ours] == pytest.approx(nan_to_none(r), abs=1e-12)
+    assert [t["f1"] for t in ours] == pytest.approx(nan_to_none(f), abs=1e-12)
+    assert [t["support"] for t in ours] == s.tolist()
+    assert m["tools"]["only_called"]["recall"] is None and m["tools"]["only_called"]["support"] == 0
+    assert m["tools"]["only_expected"]["precision"] is None and m["tools"]["only_expected"]["predicted"] == 0
+
+    macro = f1_score(expected, called, labels=labels, average="macro", zero_division=np.nan)
+    weighted = f1_score(expected, called, labels=labels, average="weighted", zero_division=np.nan)
+    assert m["macro_f1"] == pytest.approx(float(macro), abs=1e-12)
+    assert m["weighted_f1"] == pytest.approx(float(weighted), abs=1e-12)
+
+    off_diagonal = sum(p["count"] for p in m["confused_pairs"])
+    assert off_diagonal == sum(e != c for e, c in zip(expected, called, strict=True))
+    counts = [p["count"] for p in m["confused_pairs"]]
+    assert counts == sorted(counts, reverse=True)
+    assert all(p["expected"] != p["called"] for p in m["confused_pairs"])
+
+
+def github_cases() -> list[dict[str, Any]]:
+    return [case("list_issues", "list_issues") for _ in range(10)] + [
+        case("search_issues", "list_issues") for _ in range(3)
+    ] + [case("search_issues", "search_issues") for _ in range(7)]
+
+
+def test_github_worked_example() -> None:
+    m = model_metrics(github_cases())
+    assert m["tools"]["list_issues"]["precision"] == 10 / 13
+    assert m["tools"]["list_issues"]["recall"] == 1.0
+    assert m["tools"]["search_issues"]["precision"] == 1.0
+    assert m["tools"]["search_issues"]["recall"] == 0.7
+    assert m["tools"]["list_issues"]["support"] == 10 and m["tools"]["search_issues"]["support"] == 10
+    assert m["tools"]["list_issues"]["predicted"] == 13 and m["tools"]["search_issues"]["predicted"] == 7
+    assert m["confusion"] == {"labels": ["list_issues", "search_issues"], "matrix": [[10, 0], [3, 7]]}
+    assert m["accuracy"] == 17 / 20
+    assert m["tools"]["list_issues"]["f1"] == pytest.approx(20 / 23)
+    assert m["tools"]["search_issues"]["f1"] == pytest.approx(14 / 17)
+    assert m["macro_f1"] == pytest.approx((20 / 23 + 14 / 17) / 2)
+    assert m["weighted_f1"] == pytest.approx((20 / 23 + 14 / 17) / 2)
+    assert m["confused_pairs"] == [{"expected": "search_issues", "called": "list_issues", "count": 3}]
+    assert m["diagnoses"] == {"wrong_tool": 3}
+    assert (m["cases"], m["scored"], m["errors"], m["pass_rate"]) == (20, 20, 0, 17 / 20)
+
+
+def test_github_example_via_score_case() -> None:
+    cases = [scored("list_issues", "list_issues", '{"owner": "o"}') for _ in range(10)]
+    cases += [scored("search_issues", "list_issues", '{"owner": "o"}') for _ in range(3)]
+    cases += [scored("search_issues", "search_issues", '{"query": "q"}') for _ in range(7)]
+    m = model_metrics(cases)
+    assert m["confusion"]["matrix"] == [[10, 0], [3, 7]]
+    assert m["tools"]["list_issues"]["precision"] == 10 / 13 and m["tools"]["search_issues"]["recall"] == 0.7
+    assert m["arguments"]["evaluated"] == 17
+
+
+def test_plain_json_types() -> None:
+    m = model_metrics([*github_cases(), case("list_issues", NONE), case(NONE, "search_issues")])
+    assert json.loads(json.dumps(m)) == m
+    floats = [m["accuracy"], m["macro_f1"], m["weighted_f1"], m["pass_rate"]]
+    floats += [t[k] for t in m["tools"].values() for k in ("precision", "recall", "f1")]
+    assert all(type(v) is float for v in floats)
+    assert all(type(v) is int for row in m["confusion"]["matrix"] for v in row)
+    assert m["confusion"]["labels"] == ["list_issues", "search_issues", NONE]
+
+
+def test_empty_case_list() -> None:
+    m = model_metrics([])
+    assert (m["accuracy"], m["macro_f1"], m["weighted_f1"], m["pass_rate"]) == (None, None, None, None)
+    assert (m["cases"], m["scored"], m["errors"]) == (0, 0, 0)
+    assert m["tools"] == {} and m["confusion"] == {"labels": [], "matrix": []}
+    assert m["arguments"] == {"evaluated": 0, "hallucination_rate": None, "all_expected_rate": None,
+                              "all_required_rate": None, "exact_match_rate": None}
+    assert m["diagnoses"] == {} and m["confused_pairs"] == []
+
+
+def test_errors_excluded_and_counted() -> None:
+    broken = case("search_issues", "list_issues", error="provider timed out")
+    unscored = {"error": "tool missing from catalog", "expected_label": "zzz", "called_label": NONE, "correct": None}
+    m = model_metrics([*github_cases(), broken, unscored])
+    assert (m["cases"], m["scored"], m["errors"]) == (22, 20, 2)
+    assert m["confusion"]["matrix"] == [[10, 0], [3, 7]]
+    assert "zzz" not in m["tools"]
+    assert m["accuracy"] == 17 / 20
+
+
+def test_only_errors() -> None:
+    m = model_metrics([{"error": "boom"}, {"error": "bang", "correct": None}])
+    assert (m["cases"], m["scored"], m["errors"], m["accuracy"], m["macro_f1"]) == (2, 0, 2, None, None)
+
+
+def test_all_wrong_is_zero_not_none() -> None:
+    m = model_metrics([case("list_issues", "search_issues"), case("search_issues", "list_issues")])
+    assert m["accuracy"] == 0.0 and m["macro_f1"] == 0.0 and m["weighted_f1"] == 0.0
+    assert m["tools"]["list_issues"]["precision"] == 0.0 and m["tools"]["list_issues"]["recall"] == 0.0
+    assert m["arguments"]["evaluated"] == 0 and m["arguments"]["exact_match_rate"] is None
+
+
+def test_sort_labels() -> None:
+    assert sort_labels(["b", NONE, "a", "b", "_x", "Z"]) == ["Z", "_x", "a", "b", NONE]
+    assert sort_labels([NONE]) == [NONE]
+    assert sort_labels([]) == []
+
+
+def test_none_class_metrics() -> None:
+    m = model_metrics([case(NONE, NONE), case(NONE, "list_issues"), case("list_issues", NONE)])
+    assert m["confusion"] == {"labels": ["list_issues", NONE], "matrix": [[0, 1], [1, 1]]}
+    assert m["tools"][NONE]["precision"] == 0.5 and m["tools"][NONE]["recall"] == 0.5
+    assert m["tools"]["list_issues"]["f1"] == 0.0
+    assert m["diagnoses"] == {"wrong_tool": 2}
+
+
+def test_argument_rates() -> None:
+    cases = [
+        scored("list_issues", "list_issues", '{"owner": "o", "repo": "r"}', {"owner": "o", "repo": "r"}),  # exact
+        scored("list_issues", "list_issues", '{"owner": "o", "bogus": 1}', {"owner": "o"}),  # hallucinated
+        scored("list_issues", "list_issues", '{"repo": "r"}', {"repo": "r"}),  # missing required
+        scored("search_issues", "search_issues", '{"query": "q"}'),  # args not checked: exact None
+        scored("search_issues", "search_issues", "{oops"),  # malformed
+        scored("search_issues", "list_issues", '{"owner": "o"}'),  # wrong tool: not evaluated
+        scored(None, None),  # correct (none): not evaluated
+    ]
+    m = model_metrics(cases)
+    a = m["arguments"]
+    assert a["evaluated"] == 5
+    assert a["hallucination_rate"] == 1 / 5
+    assert a["all_required_rate"] == 3 / 5
+    assert a["exact_match_rate"] == 2 / 3  # exact: True, False, True; the two unchecked cases are None, excluded
+    assert a["all_expected_rate"] == 1.0
+    lst = m["tools"]["list_issues"]["arguments"]
+    assert (lst["evaluated"], lst["hallucination_rate"], lst["exact_match_rate"]) == (3, 1 / 3, 2 / 3)
+    srch = m["tools"]["search_issues"]["arguments"]
+    assert (srch["evaluated"], srch["exact_match_rate"], srch["all_expected_rate"]) == (2, None, None)
+    assert srch["all_required_rate"] == 0.5
+    assert m["tools"][NONE]["arguments"] == argument_rates([])
+    assert m["diagnoses"] == {"malformed_call": 1, "wrong_arguments": 2, "wrong_tool": 1}
+    assert m["pass_rate"] == 3 / 7
+
+
+def test_argument_rates_none_without_correct_selection() -> None:
+    m = model_metrics([case("list_issues", "search_issues"), case("search_issues", NONE)])
+    assert m["arguments"]["evaluated"] == 0
+    assert all(m["arguments"][k] is None for k in
+               ("hallucination_rate", "all_expected_rate", "all_required_rate", "exact_match_rate"))
+    for tool in m["tools"].values():
+        assert tool["arguments"]["exact_match_rate"] is None
