@@ -106,7 +106,9 @@ class Runtime:
             result["catalog_tools"] = catalog.names
         problems = missing_tools(expects, catalog)
         if problems:
-            where = f"{result['file']}:{ref.line}: case `{ref.case.id}`"
+            index = ref.bench.spec.cases.index(ref.case)
+            line = ref.bench.line_of(("cases", index, "expect", problems[0][0], "tool")) or ref.line
+            where = f"{result['file']}:{line}: case `{ref.case.id}`"
             return self._error(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
         from pytest_mcpeval.models.litellm_client import ModelCallError, complete
 

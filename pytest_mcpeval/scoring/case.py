@@ -60,7 +60,7 @@ def check_arguments(expect: Expectation, call: dict[str, Any], catalog: Catalog)
             "malformed": call["malformed"],
             "hallucinated": [],
             "missing_required": required,
-            "missing_expected": sorted(expect.matchers or {}),
+            "missing_expected": [n for n, m in (expect.matchers or {}).items() if not m.optional],
             "unexpected": [],
             "mismatched": [],
             "hallucination": False,

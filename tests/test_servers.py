@@ -1,0 +1,152 @@
+"""Real MCP servers of every kind: stdio, streamable HTTP, in-process, and a conftest fixture override."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import make_project, read_report, run
+
+from pytest_mcpeval.models.scripted import ScriptedModelServer
+
+SERVER = '''
+import os, sys
+from mcp.server import MCPServer
+
+print("SERVER-STDERR-MARKER", file=sys.stderr, flush=True)
+server = MCPServer("notes", log_level="WARNING")
+SUFFIX = os.environ.get("NOTES_SUFFIX", "")
+
+
+@server.tool(description="List every note in a folder." + SUFFIX)
+def list_notes(folder: str, limit: int = 20) -> list[str]:
+    return []
+
+
+@server.tool(description="Full-text search over all notes.")
+def search_notes(query: str) -> list[str]:
+    return []
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
+'''
+
+CASES = """
+cases:
+  - id: list-work
+    input: Show the notes in my work folder
+    expect: [{tool: list_notes, args: {folder: work}}]
+  - id: search-dentist
+    input: Which note mentions the dentist?
+    expect: [{tool: search_notes, args: {query: {regex: "(?i).*dentist.*"}}}]
+"""
+
+
+def script(server: ScriptedModelServer) -> None:
+    server.call("Show the notes in my work folder", "list_notes", folder="work")
+    server.call("Which note mentions the dentist?", "search_notes", query="dentist")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    (tmp_path / "notes_server.py").write_text(SERVER)
+    port = free_port()
+    log = (tmp_path / "http.log").open("w")
+    proc = subprocess.Popen([sys.executable, "notes_server.py", "--http", str(port)], cwd=tmp_path,
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def check_run(pytester: pytest.Pytester, server: ScriptedModelServer, *args: str) -> pytest.RunResult:
+    script(server)
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json", *args)
+    result.stdout.fnmatch_lines(["*2 passed*"])
+    assert "SERVER-STDERR-MARKER" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == 0
+    tools = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert tools == ["list_notes", "search_notes"]
+    assert read_report(pytester)["models"]["fake"]["accuracy"] == 1.0
+    return result
+
+
+@pytest.mark.parametrize("args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+def test_stdio_command(pytester: pytest.Pytester, model_server: ScriptedModelServer, args: list[str]) -> None:
+    bench = f"server:\n  command: [{sys.executable}, notes_server.py]\n  env: {{NOTES_SUFFIX: ' (env)'}}\n" + CASES
+    make_project(pytester, model_server, {"notes_server.py": SERVER, "notes.mcpeval.yaml": bench})
+    check_run(pytester, model_server, *args)
+    description = model_server.requests[0]["tools"][0]["function"]["description"]
+    assert description == "List every note in a folder. (env)"
+
+
+def test_stdio_under_no_capture(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = f"server:\n  command: [{sys.executable}, notes_server.py]\n" + CASES
+    make_project(pytester, model_server, {"notes_server.py": SERVER, "notes.mcpeval.yaml": bench})
+    check_run(pytester, model_server, "-s")
+
+
+def test_streamable_http(pytester: pytest.Pytester, model_server: ScriptedModelServer, http_server: str) -> None:
+    bench = f"server:\n  url: {http_server}\n  headers: {{X-Token: '${{NOTES_TOKEN}}'}}\n" + CASES
+    make_project(pytester, model_server, {"notes.mcpeval.yaml": bench})
+    check_run(pytester, model_server)
+
+
+def test_in_process_python_object(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = "server:\n  python: notes_server:server\n" + CASES
+    make_project(pytester, model_server, {"evals/notes_server.py": SERVER, "evals/notes.mcpeval.yaml": bench})
+    check_run(pytester, model_server, "-p", "no:xdist")
+
+
+def test_conftest_fixture_overrides_the_file_server(pytester: pytest.Pytester,
+                                                   model_server: ScriptedModelServer) -> None:
+    conftest = "import pytest\nimport notes_server\n\n@pytest.fixture(scope='session')\n" \
+               "def mcp_server():\n    return notes_server.server\n"
+    bench = "server:\n  url: http://127.0.0.1:9/unreachable\n" + CASES
+    make_project(pytester, model_server, {"notes_server.py": SERVER, "conftest.py": conftest,
+                                          "notes.mcpeval.yaml": bench})
+    check_run(pytester, model_server)
+
+
+def test_unknown_expected_tool_on_a_live_server(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = "server:\n  python: notes_server:server\n" + CASES.replace("tool: search_notes", "tool: search_note")
+    make_project(pytester, model_server, {"notes_server.py": SERVER, "notes.mcpeval.yaml": bench})
+    script(model_server)
+    result = run(pytester, "--mcp-models=fake")
+    result.stdout.fnmatch_lines(
+        ["*notes.mcpeval.yaml:10: case `search-dentist`: expected tool `search_note` is not published by the "
+         "server; did you mean `search_notes`?*", "*1 passed, 1 error*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_missing_python_target(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = "server:\n  python: no_such_module:server\n" + CASES
+    make_project(pytester, model_server, {"notes.mcpeval.yaml": bench})
+    result = run(pytester, "--mcp-models=fake")
+    result.stdout.fnmatch_lines(["*cannot import `no_such_module`: ModuleNotFoundError*", "*2 error*"])
+    assert "Traceback" not in result.stdout.str()
