@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+TOOL_KEYS = ("name", "title", "description", "inputSchema", "annotations")
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -131,5 +132,5 @@ def catalog_from_mcp(tools: Iterable[Any]) -> Catalog:
     out = []
     for tool in tools:
         dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-        out.append({k: dumped[k] for k in ("name", "title", "description", "inputSchema", "annotations") if k in dumped})
+        out.append({k: dumped[k] for k in TOOL_KEYS if k in dumped})
     return Catalog(out)

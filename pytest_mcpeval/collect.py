@@ -29,10 +29,10 @@ class CaseMissed(Exception):
 class CaseItem(pytest.Function):
     """One case for one model."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, CaseMissed | CaseError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         ref = self.stash[CASE_KEY]

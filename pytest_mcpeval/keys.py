@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    pass
+from pytest_mcpeval.settings import Settings
 
-SETTINGS_KEY = pytest.StashKey["Settings"]()
-CASE_KEY = pytest.StashKey["CaseRef"]()
+SETTINGS_KEY = pytest.StashKey[Settings]()
+CASE_KEY = pytest.StashKey[Any]()  # a run.single.CaseRef (not imported here: it pulls in pydantic and PyYAML)
 RESULT_KEY = pytest.StashKey[dict[str, Any]]()

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Literal[1] = 1
 CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 PYTHON_TARGET_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
 

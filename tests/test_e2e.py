@@ -97,7 +97,8 @@ def test_pass_miss_and_report(project: pytest.Pytester, model_server: ScriptedMo
     assert fake["arguments"]["exact_match_rate"] == 1.0
     assert "search_repositories" in fake["untested_tools"]
     by_id = {c["id"]: c for c in report["cases"]}
-    assert [c["id"] for c in report["cases"]] == ["count-april-issues", "weather-smalltalk", "search-login", "merge-docs"]
+    ids = [c["id"] for c in report["cases"]]
+    assert ids == ["count-april-issues", "weather-smalltalk", "search-login", "merge-docs"]
     assert by_id["search-login"]["called"] == [{"tool": "list_issues", "args": {"owner": "github",
                                                                                 "repo": "github-mcp-server"}}]
     assert by_id["weather-smalltalk"]["called_label"] == "(none)" and by_id["weather-smalltalk"]["passed"]

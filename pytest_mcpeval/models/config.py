@@ -77,7 +77,7 @@ class ModelRegistry:
         for name, raw in _pairs(param_lines, "mcp_model_params"):
             try:
                 value = json.loads(raw)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 raise ModelConfigError(
                     f"ini key mcp_model_params: the value for {name!r} is not JSON ({exc.msg}): {raw!r}"
                 ) from None

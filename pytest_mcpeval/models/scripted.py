@@ -105,7 +105,8 @@ class ScriptedModelServer:
     @property
     def api_base(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        host_text = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{host_text}:{port}/v1"
 
     def script(self, text: str, reply: dict[str, Any], model: str = "*") -> None:
         """Answer ``reply`` when the last user message is ``text`` (``"*"`` matches any text)."""

@@ -34,7 +34,8 @@ def build_report(
     tested = {c["expected_label"] for c in cases if c.get("expected_label")}
     for name in names:
         metrics = model_metrics([c for c in cases if c["model"] == name])
-        offered = {t for digest in {c.get("catalog") for c in cases if c["model"] == name} for t in catalogs.get(digest or "", [])}
+        digests = {c.get("catalog") or "" for c in cases if c["model"] == name}
+        offered = {tool for digest in digests for tool in catalogs.get(digest, [])}
         metrics["untested_tools"] = sorted(offered - tested)
         models[name] = metrics
     return {

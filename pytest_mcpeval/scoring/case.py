@@ -44,7 +44,7 @@ def parse_call(name: str, arguments: str, catalog: Catalog) -> dict[str, Any]:
     text = arguments.strip() or "{}"
     try:
         args = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return {"tool": tool, "args": None, "raw": arguments, "malformed": f"invalid JSON: {exc.msg}"}
     if not isinstance(args, dict):
         return {"tool": tool, "args": None, "raw": arguments, "malformed": "arguments are not a JSON object"}

@@ -89,7 +89,7 @@ def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if total_support
         else None
     )
-    pairs = [
+    pairs: list[dict[str, Any]] = [
         {"expected": labels[i], "called": labels[j], "count": int(matrix[i, j])}
         for i in range(len(labels))
         for j in range(len(labels))
