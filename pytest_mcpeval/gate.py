@@ -11,6 +11,7 @@ it fails (the way pytest-benchmark's ``RegressionCheck`` does).  Syntax, on the 
     f1[search_issues] >= 0.8
     hallucination_rate <= 0.05
     recall[list_issues] >= 0.9
+    local/minilm: recall_at_5 >= 0.9      # retrievers only (local/... models)
 
 A threshold on a metric with no data fails ("not measured"): a gate must not pass on nothing.
 Baseline comparisons (significant drops) will be further objects of the same kind.
@@ -25,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 MODEL_METRICS = ("accuracy", "pass_rate", "macro_f1", "weighted_f1")
+RETRIEVAL_METRICS = ("recall_at_1", "recall_at_3", "recall_at_5", "recall_at_10", "mrr")
 ARGUMENT_METRICS = ("hallucination_rate", "all_expected_rate", "all_required_rate", "exact_match_rate")
 TOOL_METRICS = ("precision", "recall", "f1", *ARGUMENT_METRICS)
-ALL_METRICS = (*MODEL_METRICS, *ARGUMENT_METRICS, "precision", "recall", "f1")
+ALL_METRICS = (*MODEL_METRICS, *ARGUMENT_METRICS, *RETRIEVAL_METRICS, "precision", "recall", "f1")
 
 _SYNTAX = re.compile(
-    r"^\s*(?:(?P<model>[^:\s][^:]*?)\s*:\s+)?(?P<metric>[a-z_0-9]+)\s*(?:\[(?P<tool>[^\]]+)\])?\s*"
+    r"^\s*(?:(?P<model>\S.*?)\s*:\s*)?(?P<metric>[a-z_0-9]+)\s*(?:\[(?P<tool>[^\]]+)\])?\s*"
     r"(?P<op>>=|<=)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+))\s*$"
 )
 
@@ -58,10 +60,22 @@ class Threshold:
         tool = f"[{self.tool}]" if self.tool else ""
         return f"{scope}{self.metric}{tool} {self.op} {self.value:g}"
 
-    def applies_to(self, model: str) -> bool:
-        return self.model is None or self.model == model
+    def applies_to(self, model: str, metrics: Mapping[str, Any] | None = None) -> bool:
+        """Scope by model; retrieval thresholds only concern models that rank tools (retrievers)."""
+        if self.model is not None and self.model != model:
+            return False
+        if self.metric in RETRIEVAL_METRICS and metrics is not None and metrics.get("retrieval") is None:
+            return self.model is not None  # named explicitly: a non-retriever fails as "not measured"
+        return True
 
     def read(self, metrics: Mapping[str, Any]) -> float | None:
+        if self.metric in RETRIEVAL_METRICS:
+            retrieval = metrics.get("retrieval") or {}
+            if self.metric == "mrr":
+                value = retrieval.get("mrr")
+            else:
+                value = (retrieval.get("recall_at") or {}).get(self.metric.removeprefix("recall_at_"))
+            return None if value is None else float(value)
         if self.tool is not None:
             tool = metrics.get("tools", {}).get(self.tool)
             if tool is None:
@@ -79,7 +93,7 @@ class Threshold:
         value = self.read(metrics)
         origin = f" (from {self.source})" if self.source else ""
         if value is None:
-            what = f"no case expects or calls `{self.tool}`" if self.tool else "no case was scored"
+            what = f"no data for `{self.tool}`" if self.tool else "no case was scored"
             return f"model {model}: {self.metric}{f'[{self.tool}]' if self.tool else ''} was not measured " \
                    f"({what}); threshold {self.op} {self.value:g}{origin}"
         ok = value >= self.value if self.op == ">=" else value <= self.value
@@ -127,7 +141,7 @@ def evaluate(thresholds: Iterable[Threshold], models: Mapping[str, Mapping[str, 
     failures = []
     for name, metrics in models.items():
         for t in thresholds:
-            if t.applies_to(name):
+            if t.applies_to(name, metrics):
                 message = t.check(name, metrics)
                 if message:
                     failures.append(message)

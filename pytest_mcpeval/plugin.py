@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_mcpeval.keys import RESULT_KEY, SETTINGS_KEY
-from pytest_mcpeval.settings import FILE_SUFFIXES, Settings, model_list, unit_interval
+from pytest_mcpeval.settings import FILE_SUFFIXES, Settings, model_list, recall_at, unit_interval
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--mcp-min-f1", dest="mcp_min_f1", metavar="X", type=unit_interval, default=None,
         help="fail the session when a model's macro F1 is below X (0..1)",
+    )
+    group.addoption(
+        "--mcp-min-recall-at", dest="mcp_min_recall_at", metavar="K:X", type=recall_at, action="append",
+        default=None,
+        help="fail the session when a retriever's (local/...) recall@K is below X, e.g. 5:0.9 (repeatable)",
     )
     group.addoption(
         "--mcp-strict", dest="mcp_strict", action="store_true", default=False,

@@ -80,7 +80,7 @@ class ServerPool:
 
     # -- public ---------------------------------------------------------------------------------
     def catalog_for_spec(self, spec: ServerSpec, base_dir: Path, root_dir: Path) -> Catalog:
-        key = spec.model_dump_json()
+        key = f"{base_dir.resolve()}|{spec.model_dump_json()}"  # relative paths resolve per directory
         return self._cached(key, lambda: self._open_spec(key, spec, base_dir, root_dir))
 
     def catalog_for_object(self, obj: Any) -> Catalog:
@@ -127,9 +127,8 @@ class ServerPool:
             from mcp import StdioServerParameters
 
             cwd = base_dir / spec.cwd if spec.cwd else base_dir
-            params = StdioServerParameters(
-                command=spec.command[0], args=spec.command[1:], env=spec.env, cwd=str(cwd)
-            )
+            env = {k: _expand_env(v) for k, v in spec.env.items()} if spec.env else None
+            params = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=env, cwd=str(cwd))
             return self._connect(key, params, spec.describe(), log)
         assert spec.url is not None
         headers = {k: _expand_env(v) for k, v in (spec.headers or {}).items()}
@@ -165,7 +164,7 @@ class ServerPool:
         except concurrent.futures.TimeoutError:
             portal.call(stop.set)
             raise ServerError(
-                f"server ({label}) did not answer within {self.timeout:.0f} s; its log: {log}"
+                f"server ({label}) did not answer within {self.timeout + 15:.0f} s; its log: {log}"
             ) from None
         except BaseException as exc:
             leaf = _first_leaf(exc)

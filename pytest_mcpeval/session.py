@@ -34,16 +34,22 @@ class EvalSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.config.stash[SETTINGS_KEY]
-        if not self.results and settings.report_path is None:
+        if not self.results and settings.report_path is None and not settings.thresholds:
             return
         from pytest_mcpeval.gate import check_names, evaluate
         from pytest_mcpeval.report.model import build_report, write_json
 
         models_run = {r["model"] for r in self.results}
         tools = {t for names in self.catalogs.values() for t in names}
-        self.usage_errors = check_names(settings.thresholds, tools, models_run) if self.results else []
         report = build_report(self.results, self.catalogs, settings.models)
-        failures = evaluate(settings.thresholds, report["models"]) if not self.usage_errors else []
+        failures: list[str] = []
+        if self.results:
+            self.usage_errors = check_names(settings.thresholds, tools, models_run)
+            if not self.usage_errors:
+                failures = evaluate(settings.thresholds, report["models"])
+        else:  # thresholds given on the command line must not pass on nothing
+            failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
+                        for t in settings.thresholds if t.source.startswith("--")]
         report["gate"] = {
             "passed": not failures and not self.usage_errors,
             "failures": failures,
@@ -60,7 +66,7 @@ class EvalSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.report is None or not self.report["cases"]:
+        if self.report is None or not (self.report["cases"] or self.usage_errors):
             return
         from pytest_mcpeval.report.terminal import summary_lines
 

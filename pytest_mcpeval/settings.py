@@ -29,6 +29,18 @@ def unit_interval(text: str) -> float:
     return value
 
 
+def recall_at(text: str) -> tuple[int, float]:
+    """argparse type: ``K:X``, e.g. ``5:0.9`` (recall@5 at least 0.9)."""
+    from pytest_mcpeval.scoring.retrieval import KS
+
+    k, sep, x = text.partition(":")
+    if not sep or not k.strip().isdigit() or int(k) not in KS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not K:X with K one of {', '.join(map(str, KS))} (e.g. 5:0.9)"
+        )
+    return int(k), unit_interval(x)
+
+
 def model_list(text: str) -> list[str]:
     """argparse type: comma-separated model names."""
     names = split_names(text)
@@ -64,6 +76,8 @@ class Settings:
         try:
             if opt.mcp_min_accuracy is not None:
                 thresholds.append(parse_threshold(f"accuracy >= {opt.mcp_min_accuracy}", "--mcp-min-accuracy"))
+            for k, x in opt.mcp_min_recall_at or []:
+                thresholds.append(parse_threshold(f"recall_at_{k} >= {x}", "--mcp-min-recall-at"))
             if opt.mcp_min_f1 is not None:
                 thresholds.append(parse_threshold(f"macro_f1 >= {opt.mcp_min_f1}", "--mcp-min-f1"))
             for line in config.getini("mcp_thresholds"):

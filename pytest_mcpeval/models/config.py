@@ -14,10 +14,12 @@ A name in ``--mcp-models`` is an alias or a litellm model string; the report use
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0}
+SECRET_PARAM = re.compile(r"key|token|secret|password|auth|header|credential", re.IGNORECASE)
 
 
 class ModelConfigError(ValueError):
@@ -33,7 +35,9 @@ class ModelSpec:
     params: dict[str, Any] = field(default_factory=dict)
 
     def to_builtin(self) -> dict[str, Any]:
-        return {"name": self.name, "target": self.target, "params": dict(self.params)}
+        """For reports: secrets (keys, tokens, headers) are left out, never written."""
+        params = {k: v for k, v in self.params.items() if not SECRET_PARAM.search(k)}
+        return {"name": self.name, "target": self.target, "params": params}
 
 
 def split_names(values: list[str] | str | None) -> list[str]:
@@ -44,6 +48,8 @@ def split_names(values: list[str] | str | None) -> list[str]:
         values = [values]
     out: list[str] = []
     for value in values:
+        if value.strip().startswith("#"):
+            continue
         for name in value.replace("\n", ",").split(","):
             name = name.strip()
             if name and name not in out:

@@ -10,35 +10,16 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.models.reply import ModelReply, RawCall
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 DEFAULT_NUM_RETRIES = 2
-
-
-class ModelCallError(Exception):
-    """The provider could not be reached or answered with an error: an infrastructure error."""
-
-
-@dataclass
-class RawCall:
-    """A tool call as the model made it: the API name and the argument text, unparsed."""
-
-    name: str
-    arguments: str
-
-
-@dataclass
-class ModelReply:
-    calls: list[RawCall] = field(default_factory=list)
-    content: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    latency_s: float = 0.0
 
 
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:

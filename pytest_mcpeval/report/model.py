@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_mcpeval import __version__
 from pytest_mcpeval.scoring.metrics import model_metrics
+from pytest_mcpeval.scoring.retrieval import retrieval_metrics
 
 REPORT_VERSION = 1
 
@@ -31,12 +32,14 @@ def build_report(
     names = [m for m in model_order if any(c["model"] == m for c in cases)]
     names += sorted({c["model"] for c in cases} - set(names))
     models = {}
-    tested = {c["expected_label"] for c in cases if c.get("expected_label")}
     for name in names:
-        metrics = model_metrics([c for c in cases if c["model"] == name])
-        digests = {c.get("catalog") or "" for c in cases if c["model"] == name}
-        offered = {tool for digest in digests for tool in catalogs.get(digest, [])}
-        metrics["untested_tools"] = sorted(offered - tested)
+        own = [c for c in cases if c["model"] == name]
+        metrics = model_metrics(own)
+        offered = {tool for digest in {c.get("catalog") or "" for c in own} for tool in catalogs.get(digest, [])}
+        tested = {e["tool"] for c in own if not c.get("error") for e in c.get("expected") or []}
+        metrics["untested_tools"] = sorted(offered - tested)  # published, but no scored case expects them
+        metrics["retrieval"] = retrieval_metrics(own)
+        metrics["arguments"]["applicable"] = metrics["retrieval"] is None  # a retriever fills no arguments
         models[name] = metrics
     return {
         "version": REPORT_VERSION,

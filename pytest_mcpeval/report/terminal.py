@@ -50,11 +50,28 @@ def summary_lines(report: Mapping[str, Any], verbose: int = 0) -> Iterator[str]:
             f"macro F1 {_num(m['macro_f1'])} | passed {_pct(m['pass_rate'])}"
         )
         a = m["arguments"]
-        yield (
-            f"  arguments ({a['evaluated']} calls): hallucination {_pct(a['hallucination_rate'])}, "
-            f"all expected {_pct(a['all_expected_rate'])}, all required {_pct(a['all_required_rate'])}, "
-            f"exact {_pct(a['exact_match_rate'])}"
-        )
+        if a.get("applicable", True):
+            yield (
+                f"  arguments ({a['evaluated']} calls): hallucination {_pct(a['hallucination_rate'])}, "
+                f"all expected {_pct(a['all_expected_rate'])}, all required {_pct(a['all_required_rate'])}, "
+                f"exact {_pct(a['exact_match_rate'])}"
+            )
+        else:
+            yield "  arguments: not applicable (a retriever picks a tool and fills no arguments)"
+        r = m.get("retrieval")
+        if r is not None:
+            recall = r["recall_at"]
+            yield (
+                f"  retrieval ({r['cases']} cases): recall@1 {_pct(recall['1'])}, @3 {_pct(recall['3'])}, "
+                f"@5 {_pct(recall['5'])}, @10 {_pct(recall['10'])} | MRR {_num(r['mrr'])}"
+            )
+            outside = f"outside_top_{r['k']}"
+            hard = sorted(((t, v) for t, v in r["tools"].items() if v[outside]),
+                          key=lambda tv: (-len(tv[1][outside]), tv[0]))
+            for tool, v in hard[: WORST_TOOLS if not verbose else None]:
+                above = ", ".join(list(v["outranked_by"])[:3])
+                yield (f"  hard to retrieve: {tool} outside the top {r['k']} in "
+                       f"{len(v[outside])}/{v['cases']} cases (outranked by {above})")
         ranked = sorted(
             ((t, v) for t, v in m["tools"].items() if v["f1"] is not None and v["f1"] < 1.0),
             key=lambda tv: (tv[1]["f1"], tv[0]),

