@@ -45,6 +45,7 @@ def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: A
 
     item = request.node
     result = mcpeval_runtime.run(item.stash[CASE_KEY], mcp_server)
+    item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
     item.stash[RESULT_KEY] = result
     if result["error"]:
         raise CaseError(result["error"])

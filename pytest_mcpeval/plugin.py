@@ -17,6 +17,12 @@ from pytest_mcpeval.keys import RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.settings import FILE_SUFFIXES, Settings, model_list, recall_at, unit_interval
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_mcpeval import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mcpeval", "MCP tool-use evaluation (pytest-mcpeval)")
     group.addoption(

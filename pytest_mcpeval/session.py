@@ -58,6 +58,7 @@ class EvalSession:
         }
         report["run"] = {"models": {r: settings.registry.resolve(r).to_builtin() for r in sorted(models_run)}}
         self.report = report
+        self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
         if settings.report_path is not None:
             write_json(report, settings.report_path)
         if self.usage_errors:

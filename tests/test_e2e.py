@@ -270,3 +270,18 @@ def test_schema_doc_is_current() -> None:
 
     path = Path(__file__).parents[1] / "docs" / "benchmark.schema.json"
     assert json.loads(path.read_text()) == json_schema(), "run `make schema` to refresh docs/benchmark.schema.json"
+
+
+def test_hooks_extend_results_and_see_the_report(project: pytest.Pytester, xdist_args: list[str]) -> None:
+    (project.path / "conftest.py").write_text(
+        "import json\n"
+        "def pytest_mcpeval_case_result(item, result):\n"
+        "    result['node'] = item.nodeid\n"
+        "def pytest_mcpeval_report(config, report):\n"
+        "    (config.rootpath / 'headline.json').write_text(json.dumps(\n"
+        "        {m: v['accuracy'] for m, v in report['models'].items()}))\n"
+    )
+    assert run(project, "--mcp-models=fake", "--mcp-report=report.json", *xdist_args).ret == 0
+    nodes = sorted(c["node"] for c in read_report(project)["cases"])
+    assert nodes[0] == "evals/issues.mcpeval.yaml::count-april-issues[fake]"
+    assert json.loads((project.path / "headline.json").read_text()) == {"fake": 0.75}

@@ -107,3 +107,12 @@ def test_retrieval_metrics_by_hand() -> None:
     assert metrics["tools"]["a"]["recall_at_5"] == 1.0 and metrics["tools"]["f"]["mean_rank"] == 6
     assert retrieval_metrics([{"id": "x", "error": None}]) is None  # not a retriever: no section
     json.dumps(metrics)  # builtin types only
+
+
+def test_without_the_extra_the_error_says_what_to_install(project: pytest.Pytester) -> None:
+    # make sentence-transformers unimportable in the run, as on an install without [local]
+    (project.path / "conftest.py").write_text("import sys\nsys.modules['sentence_transformers'] = None\n")
+    result = run(project, "--mcp-models=local/minilm")
+    result.stdout.fnmatch_lines(["*the local model needs the optional extra: pip install 'pytest-mcpeval?local?'*",
+                                 "*4 error*"])
+    assert "Traceback" not in result.stdout.str()

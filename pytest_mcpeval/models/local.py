@@ -61,7 +61,7 @@ def query_text(messages: list[dict[str, Any]]) -> str:
 class Retriever:
     """One loaded embedding model and the tool embeddings of the catalogs it has seen."""
 
-    _loaded: dict[str, Retriever] = {}
+    _loaded: dict[str, Retriever | LocalModelError] = {}  # a failed load is not retried for every case
     _lock = threading.Lock()
 
     def __init__(self, name: str) -> None:
@@ -73,8 +73,14 @@ class Retriever:
     def get(cls, name: str) -> Retriever:
         with cls._lock:
             if name not in cls._loaded:
-                cls._loaded[name] = cls(name)
-            return cls._loaded[name]
+                try:
+                    cls._loaded[name] = cls(name)
+                except LocalModelError as exc:
+                    cls._loaded[name] = exc
+            found = cls._loaded[name]
+        if isinstance(found, LocalModelError):
+            raise found
+        return found
 
     @staticmethod
     def _load(name: str) -> Any:
