@@ -44,13 +44,25 @@ def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: A
     from pytest_mcpeval.report.terminal import miss_lines
 
     item = request.node
-    result = mcpeval_runtime.run(item.stash[CASE_KEY], mcp_server)
-    item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
-    item.stash[RESULT_KEY] = result
-    if result["error"]:
-        raise CaseError(result["error"])
-    if not result["passed"] and item.config.stash[SETTINGS_KEY].strict:
-        raise CaseMissed("\n".join(miss_lines(result)))
+    group = str(item.path.parent)  # items of one directory share their conftest fixtures, so mcp_server
+    if mcpeval_runtime.needs_prefetch(group):
+        refs = [
+            other.stash[CASE_KEY]
+            for other in item.session.items
+            if CASE_KEY in other.stash and str(other.path.parent) == group and not other.get_closest_marker("skip")
+        ]
+        mcpeval_runtime.prefetch(group, refs, mcp_server)
+    ref = item.stash[CASE_KEY]
+    results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
+    for result in results:
+        item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
+    item.stash[RESULT_KEY] = results
+    errors = [r["error"] for r in results if r["error"]]
+    if errors:
+        raise CaseError(errors[0])
+    missed = [r for r in results if not r["passed"]]
+    if missed and item.config.stash[SETTINGS_KEY].strict:
+        raise CaseMissed("\n".join(miss_lines(missed[0])))
 
 
 class BenchmarkFileNode(pytest.File):

@@ -64,8 +64,12 @@ class Threshold:
         """Scope by model; retrieval thresholds only concern models that rank tools (retrievers)."""
         if self.model is not None and self.model != model:
             return False
-        if self.metric in RETRIEVAL_METRICS and metrics is not None and metrics.get("retrieval") is None:
-            return self.model is not None  # named explicitly: a non-retriever fails as "not measured"
+        if metrics is None or self.model is not None:
+            return True  # a threshold that names its model always applies to it
+        if self.metric in RETRIEVAL_METRICS:
+            return metrics.get("retrieval") is not None  # only retrievers rank tools
+        if self.metric in ARGUMENT_METRICS:
+            return bool(metrics.get("arguments", {}).get("applicable", True))  # retrievers fill no arguments
         return True
 
     def read(self, metrics: Mapping[str, Any]) -> float | None:
@@ -93,7 +97,12 @@ class Threshold:
         value = self.read(metrics)
         origin = f" (from {self.source})" if self.source else ""
         if value is None:
-            what = f"no data for `{self.tool}`" if self.tool else "no case was scored"
+            if self.metric in RETRIEVAL_METRICS and metrics.get("retrieval") is None:
+                what = "it is not a retriever: only local/... models rank tools"
+            elif self.metric in ARGUMENT_METRICS and not metrics.get("arguments", {}).get("applicable", True):
+                what = "a retriever fills no arguments"
+            else:
+                what = f"no data for `{self.tool}`" if self.tool else "no case was scored"
             return f"model {model}: {self.metric}{f'[{self.tool}]' if self.tool else ''} was not measured " \
                    f"({what}); threshold {self.op} {self.value:g}{origin}"
         ok = value >= self.value if self.op == ">=" else value <= self.value
@@ -139,10 +148,15 @@ def check_names(thresholds: Iterable[Threshold], tools: set[str], models: set[st
 def evaluate(thresholds: Iterable[Threshold], models: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Every failing threshold, as sentences, in a stable order."""
     failures = []
-    for name, metrics in models.items():
-        for t in thresholds:
+    for t in thresholds:
+        applied = False
+        for name, metrics in models.items():
             if t.applies_to(name, metrics):
+                applied = True
                 message = t.check(name, metrics)
                 if message:
                     failures.append(message)
+        if not applied and models:  # e.g. a recall threshold and no retriever ran: it must not pass on nothing
+            origin = f" (from {t.source})" if t.source else ""
+            failures.append(f"{t}{origin} was not measured: no model it applies to ran")
     return failures

@@ -13,8 +13,18 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.keys import RESULT_KEY, SETTINGS_KEY
-from pytest_mcpeval.settings import FILE_SUFFIXES, Settings, model_list, recall_at, unit_interval
+from pytest_mcpeval.keys import CORRUPTED_KEY, RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.settings import (
+    FILE_SUFFIXES,
+    Settings,
+    model_list,
+    non_negative_int,
+    positive_int,
+    recall_at,
+    record_mode,
+    seconds,
+    unit_interval,
+)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -51,6 +61,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mcp-strict", dest="mcp_strict", action="store_true", default=False,
         help="every missed case fails its test (by default misses are reported and the thresholds decide)",
     )
+    group.addoption(
+        "--mcp-concurrency", dest="mcp_concurrency", metavar="N", type=positive_int, default=16,
+        help="model calls in flight per model, across all xdist workers (default 16; per model: ini "
+        "mcp_concurrency)",
+    )
+    group.addoption(
+        "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=120.0,
+        help="timeout of one model call (default 120)",
+    )
+    group.addoption(
+        "--mcp-retries", dest="mcp_retries", metavar="N", type=non_negative_int, default=3,
+        help="retries of a call after a rate limit or transient error, with exponential backoff (default 3)",
+    )
+    group.addoption(
+        "--mcp-repeat", dest="mcp_repeat", metavar="K", type=positive_int, default=1,
+        help="run every case K times (pass@k, pass^k and flaky cases in the report)",
+    )
+    group.addoption(
+        "--mcp-record", dest="mcp_record", metavar="MODE", type=record_mode, default=None,
+        help="response cache: new (replay hits, record misses; default), none (replay only: a miss is an "
+        "error), all (call and overwrite everything), off",
+    )
+    group.addoption(
+        "--mcp-cache-dir", dest="mcp_cache_dir", metavar="DIR", default=None,
+        help="where recorded responses live, meant to be committed (default .mcpeval/cache under the rootdir)",
+    )
+    parser.addini("mcp_concurrency", type="linelist", default=[],
+                  help="`MODEL = N` lines: calls in flight for that model")
+    parser.addini("mcp_record", default="", help="default for --mcp-record")
+    parser.addini("mcp_cache_dir", default="", help="default for --mcp-cache-dir (relative to the rootdir)")
     parser.addini("mcp_models", type="linelist", default=[],
                   help="models to evaluate when --mcp-models is not given")
     parser.addini("mcp_model_aliases", type="linelist", default=[],
@@ -88,14 +128,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
-    result = getattr(report, "mcpeval", None)
-    if report.when != "call" or not isinstance(result, dict):
+    results = getattr(report, "mcpeval", None)
+    if report.when != "call" or not isinstance(results, list) or not results:
         return None
-    if result.get("error"):
+    if any(r.get("error") for r in results):
         return "error", "E", "ERROR"
-    if report.passed and result.get("passed") is False:
+    passed = sum(1 for r in results if r.get("passed"))
+    if passed == len(results) or report.failed:
+        return None
+    if passed == 0:
         return "missed", "M", ("MISS", {"yellow": True})
-    return None
+    return "flaky", "K", (f"FLAKY {passed}/{len(results)}", {"yellow": True})
 
 
 @pytest.fixture(scope="session")
@@ -111,8 +154,28 @@ def mcp_server() -> Any:
 @pytest.fixture(scope="session")
 def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Session-wide server connections and the model call path (one per xdist worker)."""
+    import uuid
+
+    from pytest_mcpeval.run.cache import Claims, ResponseCache
+    from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
     from pytest_mcpeval.run.single import Runtime
 
-    runtime = Runtime(request.config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"))
+    config = request.config
+    settings = config.stash[SETTINGS_KEY]
+    workerinput = getattr(config, "workerinput", None)
+    run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+    shared = tmp_path_factory.getbasetemp().parent / f"mcpeval-run-{run_id}" if workerinput else None
+    if settings.record != "off":
+        cache: ResponseCache | None = ResponseCache(settings.cache_dir, settings.record, run_id)
+    elif shared is not None:  # no cache, but xdist workers still hand each other this run's responses
+        cache = ResponseCache(shared / "responses", "off", run_id)
+    else:
+        cache = None
+    dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
+                                settings.timeout, workers=int(workerinput["workercount"]) if workerinput else 1)
+    dispatcher = Dispatcher(dispatch, cache, Claims(shared / "claims" if shared else None))
+    runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher, settings.repeat)
     yield runtime
     runtime.close()
+    if cache is not None and cache.corrupted:
+        config.stash[CORRUPTED_KEY] = cache.corrupted

@@ -24,12 +24,13 @@ class EvalSession:
         self.usage_errors: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        result = getattr(report, "mcpeval", None)
-        if report.when == "call" and isinstance(result, dict):
-            tools = result.get("catalog_tools")
-            if tools is not None:
-                self.catalogs[result["catalog"]] = list(tools)
-            self.results.append(result)
+        results = getattr(report, "mcpeval", None)
+        if report.when == "call" and isinstance(results, list):
+            for result in results:
+                tools = result.get("catalog_tools")
+                if tools is not None:
+                    self.catalogs[result["catalog"]] = list(tools)
+                self.results.append(result)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -67,7 +68,10 @@ class EvalSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.report is None or not (self.report["cases"] or self.usage_errors):
+        if self.report is None:
+            return
+        gate = self.report["gate"]
+        if not (self.report["cases"] or gate["failures"] or gate["usage_errors"]):
             return
         from pytest_mcpeval.report.terminal import summary_lines
 
@@ -78,7 +82,6 @@ class EvalSession:
         settings = self.config.stash[SETTINGS_KEY]
         if settings.report_path is not None:
             tr.write_line(f"report written to {settings.report_path}")
-        gate = self.report["gate"]
         for message in gate["usage_errors"]:
             tr.write_line(f"ERROR {message}", red=True, bold=True)
         for message in gate["failures"]:

@@ -41,6 +41,48 @@ def recall_at(text: str) -> tuple[int, float]:
     return int(k), unit_interval(x)
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not at least 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def seconds(text: str) -> float:
+    """argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def record_mode(text: str) -> str:
+    """argparse type: one of the record modes."""
+    from pytest_mcpeval.run.cache import MODES
+
+    if text not in MODES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(MODES)}")
+    return text
+
+
 def model_list(text: str) -> list[str]:
     """argparse type: comma-separated model names."""
     names = split_names(text)
@@ -56,6 +98,13 @@ class Settings:
     thresholds: list[Threshold] = field(default_factory=list)
     strict: bool = False
     report_path: Path | None = None
+    concurrency: int = 16
+    per_model_concurrency: dict[str, int] = field(default_factory=dict)
+    timeout: float = 120.0
+    retries: int = 3
+    repeat: int = 1
+    record: str = "new"
+    cache_dir: Path = Path(".mcpeval/cache")
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -88,4 +137,23 @@ class Settings:
         report = Path(opt.mcp_report) if opt.mcp_report else None
         if report is not None and not report.is_absolute():
             report = Path(config.invocation_params.dir) / report
-        return cls(models, registry, thresholds, bool(opt.mcp_strict), report)
+        per_model: dict[str, int] = {}
+        for line in config.getini("mcp_concurrency"):
+            name, sep, value = line.partition("=")
+            if line.strip().startswith("#") or not line.strip():
+                continue
+            if not sep or not value.strip().isdigit() or int(value) < 1:
+                raise pytest.UsageError(f"ini key mcp_concurrency: expected `MODEL = N` with N >= 1, got {line!r}")
+            per_model[name.strip()] = int(value)
+        record = opt.mcp_record or config.getini("mcp_record") or "new"
+        try:
+            record = record_mode(record)
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"ini key mcp_record: {exc}") from None
+        cache_dir = Path(opt.mcp_cache_dir or config.getini("mcp_cache_dir") or ".mcpeval/cache")
+        if not cache_dir.is_absolute():
+            base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
+            cache_dir = Path(base) / cache_dir
+        return cls(models, registry, thresholds, bool(opt.mcp_strict), report,
+                   concurrency=opt.mcp_concurrency, per_model_concurrency=per_model, timeout=opt.mcp_timeout,
+                   retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record, cache_dir=cache_dir)

@@ -21,7 +21,8 @@ class ModelCallError(Exception):
     """
 
 
-def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog) -> ModelReply:
+def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *, retries: int = 3,
+               timeout: float = 120.0, seed: int = 0) -> ModelReply:
     from pytest_mcpeval.models.local import PREFIX, LocalModelError
 
     if model.target.startswith(PREFIX):
@@ -33,4 +34,4 @@ def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalo
             raise ModelCallError(f"model {model.name}: {exc}") from None
     from pytest_mcpeval.models import litellm_client
 
-    return litellm_client.complete(model, messages, catalog.openai_tools)
+    return litellm_client.complete(model, messages, catalog.openai_tools, retries=retries, timeout=timeout, seed=seed)

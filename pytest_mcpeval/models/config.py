@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0}
-SECRET_PARAM = re.compile(r"key|token|secret|password|auth|header|credential", re.IGNORECASE)
+SECRET_PARAM = re.compile(
+    r"(^|_)(api_?key|key|token|secret|password|auth\w*|headers?|credentials?)($|_)", re.IGNORECASE
+)
 
 
 class ModelConfigError(ValueError):

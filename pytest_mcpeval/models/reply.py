@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -19,6 +20,30 @@ class ModelReply:
     content: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    cost_usd: float | None = None  # litellm's cost map (offline); None when the model is not in it
+    cached: bool = False  # replayed from the cache: no cost, no latency
+    attempts: int = 1
     fills_arguments: bool = True  # False for retrievers: argument metrics do not apply
     ranking: list[tuple[str, float]] | None = None  # every tool, best first (retrievers only)
     top_k: int = 10  # how much of the ranking the report keeps
+
+    def to_entry(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("cached")
+        return data
+
+    @classmethod
+    def from_entry(cls, data: dict[str, Any]) -> ModelReply:
+        calls = [RawCall(str(c["name"]), str(c["arguments"])) for c in data.get("calls", [])]
+        ranking = data.get("ranking")
+        return cls(
+            calls=calls,
+            content=data.get("content"),
+            usage={str(k): int(v) for k, v in (data.get("usage") or {}).items()},
+            latency_s=float(data.get("latency_s") or 0.0),
+            cost_usd=data.get("cost_usd"),
+            attempts=int(data.get("attempts") or 1),
+            fills_arguments=bool(data.get("fills_arguments", True)),
+            ranking=[(str(n), float(s)) for n, s in ranking] if ranking is not None else None,
+            top_k=int(data.get("top_k") or 10),
+        )

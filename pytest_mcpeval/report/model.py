@@ -12,13 +12,15 @@ from typing import Any
 
 from pytest_mcpeval import __version__
 from pytest_mcpeval.scoring.metrics import model_metrics
+from pytest_mcpeval.scoring.repeats import repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
 
 REPORT_VERSION = 1
 
 
 def _case_order(case: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (case.get("file", ""), case.get("line", 0), case.get("id", ""), case.get("model", ""))
+    return (case.get("file", ""), case.get("line", 0), case.get("id", ""), case.get("model", ""),
+            case.get("repeat", 0))
 
 
 def build_report(
@@ -39,6 +41,8 @@ def build_report(
         tested = {e["tool"] for c in own if not c.get("error") for e in c.get("expected") or []}
         metrics["untested_tools"] = sorted(offered - tested)  # published, but no scored case expects them
         metrics["retrieval"] = retrieval_metrics(own)
+        metrics["repeats"] = repeat_metrics(own)
+        metrics["usage"] = usage_metrics(own)
         metrics["arguments"]["applicable"] = metrics["retrieval"] is None  # a retriever fills no arguments
         models[name] = metrics
     return {

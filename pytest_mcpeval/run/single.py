@@ -14,8 +14,9 @@ from typing import Any
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.loader import Benchmark
-from pytest_mcpeval.models import ModelCallError, call_model
+from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.run.dispatch import Dispatcher, Unit
 from pytest_mcpeval.schema import Case
 from pytest_mcpeval.scoring.case import Expectation, parse_call, score_case
 from pytest_mcpeval.scoring.retrieval import retrieval_ranks
@@ -71,10 +72,40 @@ def missing_tools(expects: list[Expectation], catalog: Catalog) -> list[tuple[in
 
 
 class Runtime:
-    def __init__(self, root_dir: Path, log_dir: Path) -> None:
+    def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1) -> None:
         self.root_dir = root_dir
         self.pool = ServerPool(log_dir)
+        self.dispatcher = dispatcher
+        self.repeats = repeats
         self._reported_catalogs: set[str] = set()
+        self._prefetched: set[str] = set()
+
+    def label(self, ref: CaseRef) -> str:
+        assert ref.model is not None
+        return f"{_relative(ref.bench.path, self.root_dir)}::{ref.case.id}[{ref.model.name}]"
+
+    def unit(self, ref: CaseRef, catalog: Catalog, repeat: int) -> Unit:
+        assert ref.model is not None
+        messages = build_messages(ref.bench.spec.system, ref.case)
+        return Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
+
+    def needs_prefetch(self, group: str) -> bool:
+        return group not in self._prefetched
+
+    def prefetch(self, group: str, refs: list[CaseRef], override: Any) -> None:
+        """Submit the model calls of ``refs`` (every repeat) once per group (a directory)."""
+        if group in self._prefetched:
+            return
+        self._prefetched.add(group)
+        for ref in refs:
+            try:
+                catalog = self.catalog(ref, override)
+            except (ServerError, CaseError):
+                continue  # the item itself reports the error
+            if ref.model is None or missing_tools(ref.expectations(), catalog):
+                continue
+            for repeat in range(self.repeats):
+                self.dispatcher.submit(self.unit(ref, catalog, repeat))
 
     def catalog(self, ref: CaseRef, override: Any) -> Catalog:
         if override is not None:
@@ -86,14 +117,15 @@ class Runtime:
             )
         return self.pool.catalog_for_spec(spec, ref.bench.path.parent, self.root_dir)
 
-    def run(self, ref: CaseRef, override: Any) -> dict[str, Any]:
-        """The case's result dict; infrastructure problems are returned with ``error`` set."""
+    def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> dict[str, Any]:
+        """The result dict of one repeat of a case; infrastructure problems are returned with ``error`` set."""
         assert ref.model is not None
         result: dict[str, Any] = {
             "file": _relative(ref.bench.path, self.root_dir),
             "line": ref.line,
             "id": ref.case.id,
             "model": ref.model.name,
+            "repeat": repeat,
             "tags": sorted({*ref.bench.spec.tags, *ref.case.tags}),
             "error": None,
         }
@@ -112,9 +144,8 @@ class Runtime:
             line = ref.bench.line_of(("cases", index, "expect", problems[0][0], "tool")) or ref.line
             where = f"{result['file']}:{line}: case `{ref.case.id}`"
             return self._error(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
-        messages = build_messages(ref.bench.spec.system, ref.case)
         try:
-            reply = call_model(ref.model, messages, catalog)
+            reply = self.dispatcher.get(self.unit(ref, catalog, repeat))
         except ModelCallError as exc:
             return self._error(result, expects, str(exc))
         calls = [parse_call(c.name, c.arguments, catalog) for c in reply.calls]
@@ -124,8 +155,13 @@ class Runtime:
         if reply.ranking is not None:
             result["retrieval"] = retrieval_ranks(expects, reply.ranking, reply.top_k)
         result["content"] = reply.content
-        result["usage"] = reply.usage
-        result["latency_s"] = round(reply.latency_s, 4)
+        result["usage"] = {
+            **reply.usage,
+            "cost_usd": 0.0 if reply.cached else reply.cost_usd,
+            "cached": reply.cached,
+            "attempts": reply.attempts,
+        }
+        result["latency_s"] = 0.0 if reply.cached else round(reply.latency_s, 4)
         return result
 
     @staticmethod
@@ -146,6 +182,7 @@ class Runtime:
         return result
 
     def close(self) -> None:
+        self.dispatcher.close()
         self.pool.close()
 
 

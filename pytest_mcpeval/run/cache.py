@@ -1,0 +1,133 @@
+"""Record / replay of model responses ("cassettes"), and the channel between xdist workers.
+
+Every response is a JSON file keyed by a hash of everything that determines it: the model string, the
+parameters that change the answer (not api_base, keys, timeouts or retry counts), the messages, the
+tool list as sent, and the repeat index.  A changed tool description changes the key of every request
+that carried it, so exactly those calls are made again.  The directory is meant to be committed.
+
+Modes (``--mcp-record``):
+
+* ``new`` (default): replay hits, call on misses and store them;
+* ``none``: replay only, a miss is an error naming the case (CI without keys);
+* ``all``: call everything and overwrite;
+* ``off``: neither read nor write the directory.
+
+Writes are atomic (temp file + ``os.replace``), so concurrent xdist workers never see half a file; a
+corrupted entry is reported once and treated as a miss.  Entries carry the id of the run that wrote
+them, which is how workers share this run's calls in modes ``all`` and ``off`` too (then the entries
+live in a per-run temporary directory).  Nothing secret is written: parameters that look like keys,
+tokens or headers never enter an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
+
+MODES = ("new", "none", "all", "off")
+ENTRY_VERSION = 1
+# parameters that do not change what the model answers: left out of the key
+TRANSPORT_PARAMS = frozenset({"api_base", "base_url", "timeout", "num_retries", "max_retries", "request_timeout"})
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], repeat: int) -> str:
+    params = {k: v for k, v in model.params.items() if k not in TRANSPORT_PARAMS and not SECRET_PARAM.search(k)}
+    material = {"v": ENTRY_VERSION, "model": model.target, "params": params, "messages": messages,
+                "tools": tools, "repeat": repeat}
+    return hashlib.sha256(_canonical(material).encode()).hexdigest()
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80] or "model"
+
+
+class ResponseCache:
+    def __init__(self, directory: Path, mode: str, run_id: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown record mode {mode!r}")
+        self.directory = directory
+        self.mode = mode
+        self.run_id = run_id
+        self.corrupted: list[str] = []
+        self._lock = threading.Lock()
+
+    def path(self, model: ModelSpec, key: str) -> Path:
+        return self.directory / _slug(model.target) / key[:2] / f"{key}.json"
+
+    def get(self, model: ModelSpec, key: str) -> dict[str, Any] | None:
+        """The stored entry, or ``None`` for a miss (including entries this mode must not replay)."""
+        path = self.path(model, key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(entry, dict) or "reply" not in entry:
+                raise ValueError("not a cache entry")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            with self._lock:
+                note = f"{path}: {exc}"
+                if note not in self.corrupted:
+                    self.corrupted.append(note)
+            return None
+        if self.mode in ("all", "off") and entry.get("run") != self.run_id:
+            return None  # only what this run recorded (another worker's call) counts
+        return entry
+
+    def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> None:
+        path = self.path(model, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = dict(entry)
+        data["run"] = self.run_id
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1, sort_keys=True, ensure_ascii=False)
+                handle.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+class Claims:
+    """Which xdist worker makes which call: the first to create a claim file owns the call."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+
+    def claim(self, key: str) -> bool:
+        if self.directory is None:
+            return True
+        try:
+            fd = os.open(self.directory / key, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        os.close(fd)
+        return True
+
+    def fail(self, key: str, message: str) -> None:
+        """Tell the other workers the call failed, so they stop waiting for it."""
+        if self.directory is not None:
+            (self.directory / f"{key}.error").write_text(message, encoding="utf-8")
+
+    def failure(self, key: str) -> str | None:
+        if self.directory is None:
+            return None
+        try:
+            return (self.directory / f"{key}.error").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None

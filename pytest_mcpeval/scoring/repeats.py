@@ -1,0 +1,78 @@
+"""Repeated runs (``--mcp-repeat=K``): per case success counts, pass@k, pass^k and flaky cases.
+
+With ``n`` runs of a case of which ``c`` passed (τ-bench's definitions, averaged over cases):
+
+* pass@k = 1 - C(n - c, k) / C(n, k): the chance that at least one of k runs passes;
+* pass^k = C(c, k) / C(n, k): the chance that all k runs pass (reliability, not best-of).
+
+A case is *flaky* when it both passed and missed.  Errored runs are left out (they say nothing about
+the model); a case with fewer scored runs than k does not count for that k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import comb
+from typing import Any
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    return comb(c, k) / comb(n, k)
+
+
+def repeat_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    counts: dict[tuple[str, str], list[int]] = {}
+    for case in cases:
+        if case.get("error") or case.get("passed") is None:
+            continue
+        entry = counts.setdefault((case["file"], case["id"]), [0, 0])
+        entry[0] += 1
+        entry[1] += int(bool(case["passed"]))
+    k_max = max((n for n, _ in counts.values()), default=0)
+    pass_at: dict[str, float | None] = {}
+    pass_hat: dict[str, float | None] = {}
+    for k in range(1, k_max + 1):
+        eligible = [(n, c) for n, c in counts.values() if n >= k]
+        pass_at[str(k)] = sum(pass_at_k(n, c, k) for n, c in eligible) / len(eligible) if eligible else None
+        pass_hat[str(k)] = sum(pass_hat_k(n, c, k) for n, c in eligible) / len(eligible) if eligible else None
+    return {
+        "runs": k_max,
+        "pass_at_k": pass_at,
+        "pass_hat_k": pass_hat,
+        "flaky": sorted(f"{f}::{i}" for (f, i), (n, c) in counts.items() if 0 < c < n),
+        "successes": {f"{f}::{i}": [c, n] for (f, i), (n, c) in sorted(counts.items())},
+    }
+
+
+def usage_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens, cost and latency of a model's calls; replayed (cached) calls cost nothing."""
+    usages = [c["usage"] for c in cases if not c.get("error") and c.get("usage") is not None]
+    fresh = [u for u in usages if not u.get("cached")]
+    costs = [u["cost_usd"] for u in fresh if u.get("cost_usd") is not None]
+    latencies = sorted(c["latency_s"] for c in cases if not c.get("error") and c.get("usage") is not None
+                       and not c["usage"].get("cached"))
+
+    def quantile(q: float) -> float | None:
+        if not latencies:
+            return None
+        return float(latencies[min(len(latencies) - 1, int(q * len(latencies)))])
+
+    return {
+        "calls": len(usages),
+        "cached": len(usages) - len(fresh),
+        "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in fresh),
+        "completion_tokens": sum(int(u.get("completion_tokens", 0)) for u in fresh),
+        "cost_usd": sum(costs) if costs else None,
+        "priced_calls": len(costs),
+        "retries": sum(max(0, int(u.get("attempts", 1)) - 1) for u in fresh),
+        "latency_s": {
+            "mean": sum(latencies) / len(latencies) if latencies else None,
+            "p50": quantile(0.5),
+            "p95": quantile(0.95),
+            "max": latencies[-1] if latencies else None,
+        },
+    }
