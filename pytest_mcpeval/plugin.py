@@ -178,4 +178,7 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     yield runtime
     runtime.close()
     if cache is not None and cache.corrupted:
-        config.stash[CORRUPTED_KEY] = cache.corrupted
+        if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
+            config.workeroutput["mcpeval_corrupted"] = list(cache.corrupted)  # type: ignore[attr-defined]
+        else:
+            config.stash[CORRUPTED_KEY] = list(cache.corrupted)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.keys import SETTINGS_KEY
+from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY
 
 
 class EvalSession:
@@ -31,6 +31,13 @@ class EvalSession:
                 if tools is not None:
                     self.catalogs[result["catalog"]] = list(tools)
                 self.results.append(result)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist only: what a worker could not read from the cache."""
+        corrupted = getattr(node, "workeroutput", {}).get("mcpeval_corrupted", [])
+        known = self.config.stash.get(CORRUPTED_KEY, [])
+        self.config.stash[CORRUPTED_KEY] = known + [c for c in corrupted if c not in known]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -80,6 +87,12 @@ class EvalSession:
         for line in summary_lines(self.report, verbose=self.config.option.verbose > 0):
             tr.write_line(line)
         settings = self.config.stash[SETTINGS_KEY]
+        corrupted = self.config.stash.get(CORRUPTED_KEY, [])
+        if corrupted:
+            noun = "entry" if len(corrupted) == 1 else "entries"
+            tr.write_line(f"{len(corrupted)} cache {noun} could not be read and was called again:", yellow=True)
+            for note in corrupted:
+                tr.write_line(f"  {note}")
         if settings.report_path is not None:
             tr.write_line(f"report written to {settings.report_path}")
         for message in gate["usage_errors"]:

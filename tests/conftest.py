@@ -31,7 +31,7 @@ def xdist_args(request: pytest.FixtureRequest) -> list[str]:
 
 
 def ini_for(server: ScriptedModelServer, extra: str = "", name: str = "fake") -> str:
-    params = json.dumps({"api_base": server.api_base, "api_key": "not-a-key", "num_retries": 0})
+    params = json.dumps({"api_base": server.api_base, "api_key": "not-a-key"})
     return (
         "[pytest]\n"
         f"mcp_model_aliases = {name} = openai/{name}\n"

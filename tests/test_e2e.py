@@ -212,7 +212,7 @@ def test_file_models_are_used_when_none_is_configured(pytester: pytest.Pytester,
 def test_model_api_error_is_an_error_not_a_miss(project: pytest.Pytester, model_server: ScriptedModelServer,
                                                 xdist_args: list[str]) -> None:
     model_server.script(MERGE, {"status": 500, "error": "upstream overloaded"})
-    result = run(project, "--mcp-models=fake", "--mcp-report=report.json", *xdist_args)
+    result = run(project, "--mcp-models=fake", "--mcp-report=report.json", "--mcp-retries=0", *xdist_args)
     result.stdout.fnmatch_lines(["*errors, excluded from the metrics (1):*", "*merge-docs[[]fake[]]: model fake*"])
     assert "Traceback" not in result.stdout.str()
     assert result.ret == 1

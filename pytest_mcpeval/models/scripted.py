@@ -7,6 +7,11 @@ come from a script: ``{input text: reply}`` per model name.  A reply is one of::
     {"tool_calls": [{"name": "list_issues", "arguments": "{not json"}]}   # raw argument text
     {"content": "I cannot do that."}                                       # no tool call
     {"status": 500, "error": "overloaded"}                                 # an HTTP error
+    {"status": 429, "headers": {"Retry-After": "0"}}                        # a rate limit
+
+Any reply may add ``"delay": seconds`` (the answer comes late).  A rule may also be a *list* of replies,
+used one per request in order, the last one repeating: ``[{"status": 429}, {"tool_calls": [...]}]``.
+``max_in_flight`` records the most requests the server was answering at the same time.
 
 The input text is the content of the last user message.  Every request is kept in ``requests`` so tests
 can check what a model was sent (the tool list, the messages, the parameters).
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -58,12 +64,21 @@ def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int) -> di
     }
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many calls in flight at once
+
+
 class ScriptedModelServer:
     """Start with :meth:`start` (or as a context manager); point litellm at :attr:`api_base`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.rules: dict[tuple[str, str], dict[str, Any]] = {}
+        self.rules: dict[tuple[str, str], dict[str, Any] | list[dict[str, Any]]] = {}
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.latency = 0.0  # added to every answer (benchmarks)
+        self._used: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -83,23 +98,37 @@ class ScriptedModelServer:
                     return
                 with server._lock:
                     server.requests.append(body)
-                reply = server.reply_for(str(body.get("model", "")), body.get("messages", []))
-                if "status" in reply:
-                    self._send(int(reply["status"]), {"error": {"message": reply.get("error", "scripted error")}})
-                    return
-                prompt_tokens = len(json.dumps(body)) // 4
-                self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens))
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server.reply_for(str(body.get("model", "")), body.get("messages", []))
+                    delay = float(reply.get("delay", 0.0)) + server.latency
+                    if delay:
+                        time.sleep(delay)
+                    if "status" in reply:
+                        message = {"error": {"message": reply.get("error", "scripted error")}}
+                        self._send(int(reply["status"]), message, reply.get("headers", {}))
+                        return
+                    prompt_tokens = len(json.dumps(body)) // 4
+                    self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens))
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, str(value))
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                    pass
 
-        self._httpd = ThreadingHTTPServer((host, port), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), Handler)
         self._thread: threading.Thread | None = None
 
     @property
@@ -108,7 +137,7 @@ class ScriptedModelServer:
         host_text = host.decode() if isinstance(host, bytes) else str(host)
         return f"http://{host_text}:{port}/v1"
 
-    def script(self, text: str, reply: dict[str, Any], model: str = "*") -> None:
+    def script(self, text: str, reply: dict[str, Any] | list[dict[str, Any]], model: str = "*") -> None:
         """Answer ``reply`` when the last user message is ``text`` (``"*"`` matches any text)."""
         self.rules[(model, text)] = reply
 
@@ -120,7 +149,13 @@ class ScriptedModelServer:
         text = _last_user_text(messages)
         for key in ((model, text), ("*", text), (model, "*"), ("*", "*")):
             if key in self.rules:
-                return self.rules[key]
+                rule = self.rules[key]
+                if isinstance(rule, dict):
+                    return rule
+                with self._lock:
+                    used = self._used.get(key, 0)
+                    self._used[key] = used + 1
+                return rule[min(used, len(rule) - 1)]
         return DEFAULT_REPLY
 
     def start(self) -> ScriptedModelServer:
