@@ -44,14 +44,14 @@ def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: A
     from pytest_mcpeval.report.terminal import miss_lines
 
     item = request.node
-    group = str(item.path.parent)  # items of one directory share their conftest fixtures, so mcp_server
-    if mcpeval_runtime.needs_prefetch(group):
-        refs = [
-            other.stash[CASE_KEY]
-            for other in item.session.items
-            if CASE_KEY in other.stash and str(other.path.parent) == group and not other.get_closest_marker("skip")
-        ]
-        mcpeval_runtime.prefetch(group, refs, mcp_server)
+    group = item.path.parent  # items of one directory share their conftest fixtures, so mcp_server
+    if mcpeval_runtime.needs_prefetch(str(group)):
+        refs = []
+        for other in item.session.items:
+            ref = other.stash.get(CASE_KEY, None)
+            if ref is not None and ref.model is not None and not ref.case.skip and other.path.parent == group:
+                refs.append(ref)
+        mcpeval_runtime.prefetch(str(group), refs, mcp_server)
     ref = item.stash[CASE_KEY]
     results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
     for result in results:

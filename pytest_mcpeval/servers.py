@@ -77,10 +77,14 @@ class ServerPool:
         self._live: dict[str, _Live] = {}
         self._stack = ExitStack()
         self._portal: Any = None
+        self._spec_keys: dict[tuple[int, Path], str] = {}
 
     # -- public ---------------------------------------------------------------------------------
     def catalog_for_spec(self, spec: ServerSpec, base_dir: Path, root_dir: Path) -> Catalog:
-        key = f"{base_dir.resolve()}|{spec.model_dump_json()}"  # relative paths resolve per directory
+        memo = (id(spec), base_dir)
+        if memo not in self._spec_keys:  # relative paths resolve per directory
+            self._spec_keys[memo] = f"{base_dir.resolve()}|{spec.model_dump_json()}"
+        key = self._spec_keys[memo]
         return self._cached(key, lambda: self._open_spec(key, spec, base_dir, root_dir))
 
     def catalog_for_object(self, obj: Any) -> Catalog:

@@ -104,9 +104,9 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     usage = {
         key: int(getattr(usage_obj, key, 0) or 0) for key in ("prompt_tokens", "completion_tokens")
     } if usage_obj is not None else {}
-    try:
-        cost: float | None = float(litellm.completion_cost(completion_response=response))
-    except Exception:  # a model missing from litellm's cost map has no known price
-        cost = None
+    # litellm prices every response from its (offline) cost map already; None when the model is not in it
+    hidden = getattr(response, "_hidden_params", None) or {}
+    raw_cost = hidden.get("response_cost")
+    cost = float(raw_cost) if isinstance(raw_cost, int | float) else None
     return ModelReply(calls=calls, content=message_obj.content, usage=usage, latency_s=latency,
                       cost_usd=cost, attempts=attempt)

@@ -83,6 +83,9 @@ class ScriptedModelServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections, as with a real provider
+            disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall
+
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
@@ -172,3 +175,36 @@ class ScriptedModelServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m pytest_mcpeval.models.scripted [--port P] [--latency S] [--script FILE]``.
+
+    Serves until interrupted; prints its ``api_base`` as the first line of output.  Used by the
+    benchmarks in bench/ and by anyone who wants to try a benchmark file against canned answers.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m pytest_mcpeval.models.scripted")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    parser.add_argument("--script", help='JSON file {"input text" or "*": reply}')
+    args = parser.parse_args(argv)
+    server = ScriptedModelServer(args.host, args.port)
+    server.latency = args.latency
+    if args.script:
+        with open(args.script, encoding="utf-8") as handle:
+            for text, reply in json.load(handle).items():
+                server.script(text, reply)
+    print(server.api_base, flush=True)
+    try:
+        server._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -30,12 +30,17 @@ def build_report(
     gate: Mapping[str, Any] | None = None,
     run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    cases = sorted(({k: v for k, v in r.items() if k != "catalog_tools"} for r in results), key=_case_order)
-    names = [m for m in model_order if any(c["model"] == m for c in cases)]
-    names += sorted({c["model"] for c in cases} - set(names))
+    cases = sorted(
+        ({k: v for k, v in r.items() if k != "catalog_tools"} if "catalog_tools" in r else dict(r) for r in results),
+        key=_case_order,
+    )
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for case in cases:
+        by_model.setdefault(case["model"], []).append(case)
+    names = [m for m in model_order if m in by_model] + sorted(set(by_model) - set(model_order))
     models = {}
     for name in names:
-        own = [c for c in cases if c["model"] == name]
+        own = by_model[name]
         metrics = model_metrics(own)
         offered = {tool for digest in {c.get("catalog") or "" for c in own} for tool in catalogs.get(digest, [])}
         tested = {e["tool"] for c in own if not c.get("error") for e in c.get("expected") or []}

@@ -79,15 +79,26 @@ class Runtime:
         self.repeats = repeats
         self._reported_catalogs: set[str] = set()
         self._prefetched: set[str] = set()
+        self._shown_paths: dict[Path, str] = {}
+        self._units: dict[tuple[int, str, int], Unit] = {}
+
+    def shown_path(self, path: Path) -> str:
+        if path not in self._shown_paths:
+            self._shown_paths[path] = _relative(path, self.root_dir)
+        return self._shown_paths[path]
 
     def label(self, ref: CaseRef) -> str:
         assert ref.model is not None
-        return f"{_relative(ref.bench.path, self.root_dir)}::{ref.case.id}[{ref.model.name}]"
+        return f"{self.shown_path(ref.bench.path)}::{ref.case.id}[{ref.model.name}]"
 
     def unit(self, ref: CaseRef, catalog: Catalog, repeat: int) -> Unit:
+        """The call of one repeat of a case (built once: its key hashes the whole request)."""
         assert ref.model is not None
-        messages = build_messages(ref.bench.spec.system, ref.case)
-        return Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
+        memo = (id(ref), catalog.digest, repeat)
+        if memo not in self._units:
+            messages = build_messages(ref.bench.spec.system, ref.case)
+            self._units[memo] = Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
+        return self._units[memo]
 
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
@@ -121,7 +132,7 @@ class Runtime:
         """The result dict of one repeat of a case; infrastructure problems are returned with ``error`` set."""
         assert ref.model is not None
         result: dict[str, Any] = {
-            "file": _relative(ref.bench.path, self.root_dir),
+            "file": self.shown_path(ref.bench.path),
             "line": ref.line,
             "id": ref.case.id,
             "model": ref.model.name,

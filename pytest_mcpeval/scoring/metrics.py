@@ -37,8 +37,13 @@ def argument_rates(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     checks = [c["arguments"] for c in cases if c.get("arguments") is not None]
     out: dict[str, Any] = {"evaluated": len(checks)}
     for metric, key in ARGUMENT_METRICS.items():
-        values = [bool(a[key]) for a in checks if a.get(key) is not None]
-        out[metric] = _ratio(sum(values), len(values))
+        hits = total = 0
+        for a in checks:
+            value = a.get(key)
+            if value is not None:
+                total += 1
+                hits += bool(value)
+        out[metric] = _ratio(hits, total)
     return out
 
 
@@ -69,6 +74,10 @@ def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     support = matrix.sum(axis=1).astype(float)
     predicted = matrix.sum(axis=0).astype(float)
 
+    right_by_label: dict[str, list[dict[str, Any]]] = {}
+    for c in scored:
+        if c["correct"]:
+            right_by_label.setdefault(c["expected_label"], []).append(c)
     tools: dict[str, dict[str, Any]] = {}
     f1_values: list[float] = []
     for i, label in enumerate(labels):
@@ -79,7 +88,7 @@ def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "f1": f1,
             "support": int(support[i]),
             "predicted": int(predicted[i]),
-            "arguments": argument_rates([c for c in scored if c["expected_label"] == label and c["correct"]]),
+            "arguments": argument_rates(right_by_label.get(label, [])),
         }
         if f1 is not None:
             f1_values.append(f1)

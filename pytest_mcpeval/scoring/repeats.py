@@ -11,6 +11,7 @@ the model); a case with fewer scored runs than k does not count for that k.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from math import comb
 from typing import Any
@@ -25,6 +26,12 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def repeat_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    if not any(case.get("repeat") for case in cases):  # one run per case: pass@1 = pass^1 = pass rate
+        outcomes = [bool(c["passed"]) for c in cases if not c.get("error") and c.get("passed") is not None]
+        rate = sum(outcomes) / len(outcomes) if outcomes else None
+        runs = 1 if outcomes else 0
+        at = {"1": rate} if outcomes else {}
+        return {"runs": runs, "pass_at_k": at, "pass_hat_k": dict(at), "flaky": [], "successes": {}}
     counts: dict[tuple[str, str], list[int]] = {}
     for case in cases:
         if case.get("error") or case.get("passed") is None:
@@ -35,26 +42,37 @@ def repeat_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     k_max = max((n for n, _ in counts.values()), default=0)
     pass_at: dict[str, float | None] = {}
     pass_hat: dict[str, float | None] = {}
+    tally = Counter(tuple(v) for v in counts.values())  # cases share few (n, c) pairs: compute each once
     for k in range(1, k_max + 1):
-        eligible = [(n, c) for n, c in counts.values() if n >= k]
-        pass_at[str(k)] = sum(pass_at_k(n, c, k) for n, c in eligible) / len(eligible) if eligible else None
-        pass_hat[str(k)] = sum(pass_hat_k(n, c, k) for n, c in eligible) / len(eligible) if eligible else None
+        eligible = [(n, c, times) for (n, c), times in tally.items() if n >= k]
+        weight = sum(times for _, _, times in eligible)
+        pass_at[str(k)] = sum(pass_at_k(n, c, k) * t for n, c, t in eligible) / weight if weight else None
+        pass_hat[str(k)] = sum(pass_hat_k(n, c, k) * t for n, c, t in eligible) / weight if weight else None
+    repeated = k_max > 1  # per-case counts only mean something with repeats
     return {
         "runs": k_max,
         "pass_at_k": pass_at,
         "pass_hat_k": pass_hat,
         "flaky": sorted(f"{f}::{i}" for (f, i), (n, c) in counts.items() if 0 < c < n),
-        "successes": {f"{f}::{i}": [c, n] for (f, i), (n, c) in sorted(counts.items())},
+        "successes": {f"{f}::{i}": [c, n] for (f, i), (n, c) in sorted(counts.items())} if repeated else {},
     }
 
 
 def usage_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Tokens, cost and latency of a model's calls; replayed (cached) calls cost nothing."""
-    usages = [c["usage"] for c in cases if not c.get("error") and c.get("usage") is not None]
-    fresh = [u for u in usages if not u.get("cached")]
+    calls = 0
+    fresh: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    for case in cases:
+        usage = case.get("usage")
+        if usage is None or case.get("error"):
+            continue
+        calls += 1
+        if not usage.get("cached"):
+            fresh.append(usage)
+            latencies.append(case["latency_s"])
+    latencies.sort()
     costs = [u["cost_usd"] for u in fresh if u.get("cost_usd") is not None]
-    latencies = sorted(c["latency_s"] for c in cases if not c.get("error") and c.get("usage") is not None
-                       and not c["usage"].get("cached"))
 
     def quantile(q: float) -> float | None:
         if not latencies:
@@ -62,8 +80,8 @@ def usage_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return float(latencies[min(len(latencies) - 1, int(q * len(latencies)))])
 
     return {
-        "calls": len(usages),
-        "cached": len(usages) - len(fresh),
+        "calls": calls,
+        "cached": calls - len(fresh),
         "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in fresh),
         "completion_tokens": sum(int(u.get("completion_tokens", 0)) for u in fresh),
         "cost_usd": sum(costs) if costs else None,
