@@ -68,6 +68,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many calls in flight at once
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a timeout, the end of a run) is not worth a traceback."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class ScriptedModelServer:
     """Start with :meth:`start` (or as a context manager); point litellm at :attr:`api_base`."""

@@ -66,6 +66,9 @@ class ResponseCache:
     def path(self, model: ModelSpec, key: str) -> Path:
         return self.directory / _slug(model.target) / key[:2] / f"{key}.json"
 
+    def has(self, model: ModelSpec, key: str) -> bool:
+        return self.path(model, key).is_file()
+
     def get(self, model: ModelSpec, key: str) -> dict[str, Any] | None:
         """The stored entry, or ``None`` for a miss (including entries this mode must not replay)."""
         path = self.path(model, key)

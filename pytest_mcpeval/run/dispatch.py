@@ -73,6 +73,8 @@ class Dispatcher:
         """Start the call in the background (no-op for retrievers, which are fast and local)."""
         if unit.model.target.startswith(LOCAL_PREFIX):
             return
+        if self.cache is not None and self.cache.mode in ("new", "none") and self.cache.has(unit.model, unit.key):
+            return  # a replay: the item reads it itself, cheaper than a hand-off to a thread
         with self._lock:
             if unit.key in self._futures:
                 return
