@@ -41,26 +41,24 @@ def recall_at(text: str) -> tuple[int, float]:
     return int(k), unit_interval(x)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not at least 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} is not at least {minimum}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
-    return value
+    return _whole_number(text, 0)
 
 
 def seconds(text: str) -> float:

@@ -79,6 +79,12 @@ def test_a_broken_file_loses_nothing_else(pytester: pytest.Pytester, model_serve
         (["--mcp-min-accuracy=abc"], "*--mcp-min-accuracy: 'abc' is not a number between 0 and 1"),
         (["--mcp-min-f1=1.5"], "*--mcp-min-f1: '1.5' is not between 0 and 1"),
         (["--mcp-models= , "], "*--mcp-models: ' , ' names no model*"),
+        (["--mcp-record=sometimes"], "*--mcp-record: 'sometimes' is not one of new, none, all, off"),
+        (["--mcp-concurrency=0"], "*--mcp-concurrency: '0' is not at least 1"),
+        (["--mcp-retries=-1"], "*--mcp-retries: '-1' is not at least 0"),
+        (["--mcp-timeout=0"], "*--mcp-timeout: '0' is not a positive number of seconds"),
+        (["--mcp-repeat=two"], "*--mcp-repeat: 'two' is not a whole number"),
+        (["--mcp-min-recall-at=7:0.9"], "*--mcp-min-recall-at: '7:0.9' is not K:X with K one of 1, 3, 5, 10*"),
     ],
 )
 def test_bad_option_values(pytester: pytest.Pytester, args: list[str], expected: str) -> None:
@@ -94,6 +100,8 @@ def test_bad_option_values(pytester: pytest.Pytester, args: list[str], expected:
         ("mcp_thresholds = f1 >= 0.9", "*`f1` is per tool: write `f1[[]TOOL[]]`*"),
         ("mcp_thresholds = accuracy > 0.9", "*cannot read threshold 'accuracy > 0.9'*"),
         ("mcp_model_params = fake = {temperature: 0}", "*mcp_model_params: the value for 'fake' is not JSON*"),
+        ("mcp_record = maybe", "*ini key mcp_record: 'maybe' is not one of new, none, all, off"),
+        ("mcp_concurrency = fake = lots", "*ini key mcp_concurrency: expected `MODEL = N` with N >= 1*"),
     ],
 )
 def test_bad_ini_values(pytester: pytest.Pytester, ini: str, expected: str) -> None:
