@@ -91,6 +91,10 @@ class BenchmarkFileNode(pytest.File):
                 elif model is None:
                     item.add_marker(pytest.mark.skip(reason=NO_MODEL_REASON))
                 items.append(item)
+        if settings.lint or settings.snapshots:
+            from pytest_mcpeval.checks import check_items
+
+            items += check_items(self, CaseRef(bench, bench.spec.cases[0], None), settings.lint, settings.snapshots)
         return items
 
     @property

@@ -145,6 +145,20 @@ def check_names(thresholds: Iterable[Threshold], tools: set[str], models: set[st
     return errors
 
 
+def catalog_failures(catalogs: Mapping[str, Mapping[str, Any]], max_tokens: int | None) -> list[str]:
+    """``--mcp-max-catalog-tokens``: every catalog over the budget, with its heaviest tools."""
+    if max_tokens is None:
+        return []
+    out = []
+    for _, info in sorted(catalogs.items()):
+        if info["tokens"] > max_tokens:
+            heavy = sorted(info["tools"].items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))[:3]
+            names = ", ".join(f"{name} ({tool['tokens']})" for name, tool in heavy)
+            out.append(f"catalog of {info['server']} costs {info['tokens']} tokens per request, above "
+                       f"--mcp-max-catalog-tokens={max_tokens} (heaviest: {names})")
+    return out
+
+
 def evaluate(thresholds: Iterable[Threshold], models: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Every failing threshold, as sentences, in a stable order."""
     failures = []

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.keys import CORRUPTED_KEY, RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
     Settings,
+    drop_metrics,
+    level,
     model_list,
     non_negative_int,
     positive_int,
@@ -87,6 +89,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mcp-cache-dir", dest="mcp_cache_dir", metavar="DIR", default=None,
         help="where recorded responses live, meant to be committed (default .mcpeval/cache under the rootdir)",
     )
+    group.addoption(
+        "--mcp-max-catalog-tokens", dest="mcp_max_catalog_tokens", metavar="N", type=positive_int, default=None,
+        help="fail the session when a server's tool catalog costs more than N tokens per request",
+    )
+    group.addoption(
+        "--mcp-lint", dest="mcp_lint", action="store_true", default=False,
+        help="add a `lint` item per benchmark file: expected calls against the server's schemas, and the tools "
+        "whose names and descriptions read alike (no model needed)",
+    )
+    group.addoption(
+        "--mcp-snapshots", dest="mcp_snapshots", action="store_true", default=False,
+        help="add a `tool-catalog` item per benchmark file: the server's tools must match their syrupy snapshot "
+        "(record or accept with --snapshot-update)",
+    )
+    group.addoption(
+        "--mcp-save-baseline", dest="mcp_save_baseline", metavar="PATH", default=None,
+        help="write this run's per-case outcomes and metrics as a baseline (e.g. on the main branch)",
+    )
+    group.addoption(
+        "--mcp-compare", dest="mcp_compare", metavar="PATH", default=None,
+        help="compare this run with a baseline case by case (same case id, model and repeat)",
+    )
+    group.addoption(
+        "--mcp-fail-on-drop", dest="mcp_fail_on_drop", metavar="MARGIN", type=unit_interval, default=None,
+        help="with --mcp-compare: fail when a metric drops by more than MARGIN and the drop is significant",
+    )
+    group.addoption(
+        "--mcp-drop-level", dest="mcp_drop_level", metavar="ALPHA", type=level, default=0.05,
+        help="significance level of the drop test (default 0.05)",
+    )
+    group.addoption(
+        "--mcp-drop-metrics", dest="mcp_drop_metrics", metavar="NAMES", type=drop_metrics,
+        default=["accuracy", "macro_f1", "tool_f1"],
+        help="metrics compared: accuracy, macro_f1, pass_rate, tool_f1 (default accuracy,macro_f1,tool_f1)",
+    )
+    group.addoption(
+        "--mcp-markdown", dest="mcp_markdown", metavar="PATH", default=None,
+        help="with --mcp-compare: write the pull-request summary in Markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY when set)",
+    )
     parser.addini("mcp_concurrency", type="linelist", default=[],
                   help="`MODEL = N` lines: calls in flight for that model")
     parser.addini("mcp_record", default="", help="default for --mcp-record")
@@ -123,7 +165,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: Any = yield
     result = item.stash.get(RESULT_KEY, None)
     if result is not None and call.when == "call":
-        report.mcpeval = result  # a builtin-only dict: crosses the xdist channel as it is
+        report.mcpeval = result  # builtin-only dicts: cross the xdist channel as they are
+    lint = item.stash.get(LINT_KEY, None)
+    if lint is not None and call.when == "call":
+        report.mcpeval_lint = lint
     return report  # type: ignore[no-any-return]
 
 

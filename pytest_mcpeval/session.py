@@ -19,17 +19,21 @@ class EvalSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: list[dict[str, Any]] = []
-        self.catalogs: dict[str, list[str]] = {}
+        self.catalogs: dict[str, dict[str, Any]] = {}
         self.report: dict[str, Any] | None = None
         self.usage_errors: list[str] = []
+        self.lint: list[dict[str, Any]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        lint = getattr(report, "mcpeval_lint", None)
+        if report.when == "call" and isinstance(lint, dict):
+            self.lint.append(lint)
         results = getattr(report, "mcpeval", None)
         if report.when == "call" and isinstance(results, list):
             for result in results:
-                tools = result.get("catalog_tools")
-                if tools is not None:
-                    self.catalogs[result["catalog"]] = list(tools)
+                info = result.pop("catalog_info", None)
+                if info is not None:
+                    self.catalogs[result["catalog"]] = info
                 self.results.append(result)
 
     @pytest.hookimpl(optionalhook=True)
@@ -42,19 +46,22 @@ class EvalSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.config.stash[SETTINGS_KEY]
-        if not self.results and settings.report_path is None and not settings.thresholds:
+        if not self.results and settings.report_path is None and not settings.thresholds and not self.lint:
             return
-        from pytest_mcpeval.gate import check_names, evaluate
-        from pytest_mcpeval.report.model import build_report, write_json
+        from pytest_mcpeval.gate import catalog_failures, check_names, evaluate
+        from pytest_mcpeval.report.model import build_report, lint_section, write_json
 
         models_run = {r["model"] for r in self.results}
-        tools = {t for names in self.catalogs.values() for t in names}
+        tools = {t for info in self.catalogs.values() for t in info["tools"]}
         report = build_report(self.results, self.catalogs, settings.models)
+        if self.lint:
+            report["lint"] = lint_section(self.lint, report)
         failures: list[str] = []
         if self.results:
             self.usage_errors = check_names(settings.thresholds, tools, models_run)
             if not self.usage_errors:
                 failures = evaluate(settings.thresholds, report["models"])
+            failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
         else:  # thresholds given on the command line must not pass on nothing
             failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
                         for t in settings.thresholds if t.source.startswith("--")]
@@ -65,6 +72,14 @@ class EvalSession:
             "thresholds": [str(t) for t in settings.thresholds],
         }
         report["run"] = {"models": {r: settings.registry.resolve(r).to_builtin() for r in sorted(models_run)}}
+        if settings.baseline is not None and self.results:
+            failures += self.compare(report, settings)
+            report["gate"]["failures"] = failures
+            report["gate"]["passed"] = not failures and not self.usage_errors
+        if settings.save_baseline is not None and self.results:
+            from pytest_mcpeval.compare import make_baseline
+
+            write_json(make_baseline(report), settings.save_baseline)
         self.report = report
         self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
         if settings.report_path is not None:
@@ -74,17 +89,49 @@ class EvalSession:
         elif failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def compare(self, report: dict[str, Any], settings: Any) -> list[str]:
+        """Compare with the baseline; the drops that fail the gate (with --mcp-fail-on-drop)."""
+        import os
+
+        from pytest_mcpeval.compare import compare, markdown
+
+        margin = settings.fail_on_drop if settings.fail_on_drop is not None else 0.02
+        comparison = compare(settings.baseline, report, margin=margin, level=settings.drop_level,
+                             metrics=settings.drop_metrics)
+        report["comparison"] = {
+            "baseline": str(settings.compare_path),
+            "margin": margin,
+            "level": settings.drop_level,
+            "changes": [vars(c) for c in comparison.changes],
+            "drops": comparison.failures(),
+            "improvements": [c.sentence() for c in comparison.improvements()],
+            "flipped": comparison.flipped,
+            "only_in_baseline": comparison.only_in_baseline,
+            "only_in_current": comparison.only_in_current,
+        }
+        text = markdown(comparison, settings.baseline, report)
+        if settings.markdown_path is not None:
+            settings.markdown_path.parent.mkdir(parents=True, exist_ok=True)
+            settings.markdown_path.write_text(text, encoding="utf-8")
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+        return comparison.failures() if settings.fail_on_drop is not None else []
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.report is None:
             return
         gate = self.report["gate"]
-        if not (self.report["cases"] or gate["failures"] or gate["usage_errors"]):
+        if not (self.report["cases"] or gate["failures"] or gate["usage_errors"] or self.report.get("lint")):
             return
-        from pytest_mcpeval.report.terminal import summary_lines
+        from pytest_mcpeval.report.terminal import lint_lines, summary_lines
 
         tr = terminalreporter
         tr.write_sep("=", "mcpeval summary")
         for line in summary_lines(self.report, verbose=self.config.option.verbose > 0):
+            tr.write_line(line)
+        for line in lint_lines(self.report):
             tr.write_line(line)
         settings = self.config.stash[SETTINGS_KEY]
         corrupted = self.config.stash.get(CORRUPTED_KEY, [])
@@ -95,6 +142,15 @@ class EvalSession:
                 tr.write_line(f"  {note}")
         if settings.report_path is not None:
             tr.write_line(f"report written to {settings.report_path}")
+        comparison = self.report.get("comparison")
+        if comparison is not None:
+            tr.write_line(f"compared with {comparison['baseline']}: {len(comparison['flipped'])} cases flipped, "
+                          f"{len(comparison['only_in_baseline'])} only in the baseline, "
+                          f"{len(comparison['only_in_current'])} only in this run")
+            for sentence in comparison["drops"]:
+                tr.write_line(f"  drop: {sentence}", yellow=True)
+            for sentence in comparison["improvements"]:
+                tr.write_line(f"  improvement: {sentence}", green=True)
         for message in gate["usage_errors"]:
             tr.write_line(f"ERROR {message}", red=True, bold=True)
         for message in gate["failures"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,25 @@ def record_mode(text: str) -> str:
     return text
 
 
+def drop_metrics(text: str) -> list[str]:
+    """argparse type: comma-separated metrics compared against the baseline."""
+    from pytest_mcpeval.compare import METRICS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in METRICS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected some of {', '.join(METRICS)}")
+    return names
+
+
+def level(text: str) -> float:
+    """argparse type: a significance level in (0, 1)."""
+    value = unit_interval(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not strictly between 0 and 1")
+    return value
+
+
 def model_list(text: str) -> list[str]:
     """argparse type: comma-separated model names."""
     names = split_names(text)
@@ -103,6 +123,16 @@ class Settings:
     repeat: int = 1
     record: str = "new"
     cache_dir: Path = Path(".mcpeval/cache")
+    max_catalog_tokens: int | None = None
+    lint: bool = False
+    snapshots: bool = False
+    save_baseline: Path | None = None
+    compare_path: Path | None = None
+    baseline: dict[str, Any] | None = None
+    fail_on_drop: float | None = None
+    drop_level: float = 0.05
+    drop_metrics: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1")
+    markdown_path: Path | None = None
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -132,9 +162,24 @@ class Settings:
                     thresholds.append(parse_threshold(line, "ini mcp_thresholds"))
         except ThresholdError as exc:
             raise pytest.UsageError(str(exc)) from None
-        report = Path(opt.mcp_report) if opt.mcp_report else None
-        if report is not None and not report.is_absolute():
-            report = Path(config.invocation_params.dir) / report
+        if opt.mcp_snapshots and not config.pluginmanager.has_plugin("syrupy"):
+            raise pytest.UsageError("--mcp-snapshots needs syrupy: pip install syrupy (or pytest-mcpeval[snapshots])")
+        here = Path(config.invocation_params.dir)
+
+        def path(value: str | None) -> Path | None:
+            return None if not value else (Path(value) if Path(value).is_absolute() else here / value)
+
+        report = path(opt.mcp_report)
+        baseline = None
+        if opt.mcp_compare:
+            from pytest_mcpeval.compare import BaselineError, load_baseline
+
+            try:
+                baseline = load_baseline(path(opt.mcp_compare) or "")
+            except BaselineError as exc:
+                raise pytest.UsageError(f"--mcp-compare: {exc}") from None
+        elif opt.mcp_fail_on_drop is not None or opt.mcp_markdown:
+            raise pytest.UsageError("--mcp-fail-on-drop and --mcp-markdown need --mcp-compare=BASELINE")
         per_model: dict[str, int] = {}
         for line in config.getini("mcp_concurrency"):
             name, sep, value = line.partition("=")
@@ -154,4 +199,9 @@ class Settings:
             cache_dir = Path(base) / cache_dir
         return cls(models, registry, thresholds, bool(opt.mcp_strict), report,
                    concurrency=opt.mcp_concurrency, per_model_concurrency=per_model, timeout=opt.mcp_timeout,
-                   retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record, cache_dir=cache_dir)
+                   retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record, cache_dir=cache_dir,
+                   max_catalog_tokens=opt.mcp_max_catalog_tokens, lint=bool(opt.mcp_lint),
+                   snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
+                   compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
+                   drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
+                   markdown_path=path(opt.mcp_markdown))

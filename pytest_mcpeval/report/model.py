@@ -25,13 +25,13 @@ def _case_order(case: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def build_report(
     results: Iterable[Mapping[str, Any]],
-    catalogs: Mapping[str, list[str]],
+    catalogs: Mapping[str, Mapping[str, Any]],
     model_order: list[str],
     gate: Mapping[str, Any] | None = None,
     run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     cases = sorted(
-        ({k: v for k, v in r.items() if k != "catalog_tools"} if "catalog_tools" in r else dict(r) for r in results),
+        ({k: v for k, v in r.items() if k != "catalog_info"} if "catalog_info" in r else dict(r) for r in results),
         key=_case_order,
     )
     by_model: dict[str, list[dict[str, Any]]] = {}
@@ -42,7 +42,8 @@ def build_report(
     for name in names:
         own = by_model[name]
         metrics = model_metrics(own)
-        offered = {tool for digest in {c.get("catalog") or "" for c in own} for tool in catalogs.get(digest, [])}
+        digests = {c.get("catalog") or "" for c in own}
+        offered = {tool for digest in digests for tool in catalogs.get(digest, {}).get("tools", {})}
         tested = {e["tool"] for c in own if not c.get("error") for e in c.get("expected") or []}
         metrics["untested_tools"] = sorted(offered - tested)  # published, but no scored case expects them
         metrics["retrieval"] = retrieval_metrics(own)
@@ -55,9 +56,25 @@ def build_report(
         "plugin_version": __version__,
         "run": dict(run or {}),
         "models": models,
+        "catalogs": {digest: dict(info) for digest, info in sorted(catalogs.items())},
         "gate": dict(gate or {"passed": True, "failures": [], "thresholds": []}),
         "cases": cases,
     }
+
+
+def lint_section(lint: Iterable[Mapping[str, Any]], report: Mapping[str, Any]) -> dict[str, Any]:
+    """Lint results per file; each confusable pair with how often the models of this run confused them."""
+    from pytest_mcpeval.lint import confusion_counts
+
+    observed = confusion_counts(report)
+    out: dict[str, Any] = {}
+    for entry in sorted(lint, key=lambda e: e["file"]):
+        pairs = [
+            {"tools": [a, b], "similarity": sim, "confused": observed.get((a, b), 0)}
+            for a, b, sim in entry["confusable"]
+        ]
+        out[entry["file"]] = {"catalog": entry["catalog"], "problems": entry["problems"], "confusable": pairs}
+    return out
 
 
 def write_json(report: Mapping[str, Any], path: Path) -> None:

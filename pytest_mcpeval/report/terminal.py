@@ -43,7 +43,24 @@ def miss_lines(case: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def lint_lines(report: Mapping[str, Any], top: int = 10) -> Iterator[str]:
+    """Per linted file: its problems count and the tools that read most alike (with observed confusions)."""
+    for file, entry in (report.get("lint") or {}).items():
+        pairs = entry["confusable"]
+        yield f"lint {file}: {len(entry['problems'])} problems, {len(pairs)} confusable pairs"
+        confused = [p for p in pairs if p["confused"]]
+        shown = pairs[:top] + [p for p in confused if p not in pairs[:top]]
+        for pair in shown:
+            seen = f", confused {pair['confused']}x in this run" if pair["confused"] else ""
+            yield f"  {pair['tools'][0]} ~ {pair['tools'][1]}: similarity {pair['similarity']:.2f}{seen}"
+
+
 def summary_lines(report: Mapping[str, Any], verbose: int = 0) -> Iterator[str]:
+    for info in report.get("catalogs", {}).values():
+        heavy = sorted(info["tools"].items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))[:3]
+        names = ", ".join(f"{name} {tool['tokens']:,}" for name, tool in heavy)
+        yield (f"catalog {info['server']}: {len(info['tools'])} tools, {info['tokens']:,} tokens per request "
+               f"(heaviest: {names})")
     for name, m in report["models"].items():
         yield (
             f"{name}: {m['scored']} scored, {m['errors']} errors | accuracy {_pct(m['accuracy'])} | "

@@ -100,6 +100,11 @@ class Runtime:
             self._units[memo] = Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
         return self._units[memo]
 
+    def _server_label(self, ref: CaseRef, override: Any) -> str:
+        if override is not None:
+            return f"mcp_server fixture ({type(override).__name__})"
+        return ref.bench.spec.server.describe() if ref.bench.spec.server else "?"
+
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
 
@@ -146,9 +151,9 @@ class Runtime:
         except (ServerError, CaseError) as exc:
             return self._error(result, expects, str(exc))
         result["catalog"] = catalog.digest
-        if catalog.digest not in self._reported_catalogs:
+        if catalog.digest not in self._reported_catalogs:  # once per process: the controller merges them
             self._reported_catalogs.add(catalog.digest)
-            result["catalog_tools"] = catalog.names
+            result["catalog_info"] = catalog_info(catalog, self._server_label(ref, override))
         problems = missing_tools(expects, catalog)
         if problems:
             index = ref.bench.spec.cases.index(ref.case)
@@ -195,6 +200,18 @@ class Runtime:
     def close(self) -> None:
         self.dispatcher.close()
         self.pool.close()
+
+
+def catalog_info(catalog: Catalog, server: str) -> dict[str, Any]:
+    """What the report keeps of a catalog: per tool its hash, description and token cost."""
+    from pytest_mcpeval.models.tokens import tool_tokens
+
+    tokens = tool_tokens(catalog)
+    tools = {
+        name: {"hash": digest, "description": catalog.by_name[name].get("description") or "", "tokens": tokens[name]}
+        for name, digest in catalog.hashes().items()
+    }
+    return {"server": server, "tools": tools, "tokens": sum(tokens.values())}
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -1,0 +1,109 @@
+"""Checks that need no model: the lint of a benchmark file and the snapshot of its tool catalog.
+
+Both are ordinary items of the benchmark file (``file::lint``, ``file::tool-catalog``), added with
+``--mcp-lint`` and ``--mcp-snapshots``, so they run, select (``-k lint``) and fail like any test, on
+every xdist worker layout.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.keys import CASE_KEY, LINT_KEY
+from pytest_mcpeval.run.single import CaseError
+
+LINT_PAIRS = 10
+
+
+class CheckFailed(Exception):
+    """A failed check; the message is what the user reads (no traceback)."""
+
+
+class CheckItem(pytest.Function):
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"mcpeval {self.name}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, CheckFailed | CaseError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+def _catalog(request: pytest.FixtureRequest, runtime: Any, override: Any) -> Any:
+    from pytest_mcpeval.servers import ServerError
+
+    try:
+        return runtime.catalog(request.node.stash[CASE_KEY], override)
+    except (ServerError, CaseError) as exc:
+        raise CaseError(str(exc)) from None
+
+
+def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
+    """Every expected call against the server's schemas, and the tools that read alike."""
+    from pytest_mcpeval.lint import check_expectations, confusable_pairs
+
+    ref = request.node.stash[CASE_KEY]
+    catalog = _catalog(request, mcpeval_runtime, mcp_server)
+    shown = mcpeval_runtime.shown_path(ref.bench.path)
+    problems = check_expectations(ref.bench, catalog, shown)
+    pairs = confusable_pairs(catalog)
+    request.node.stash[LINT_KEY] = {
+        "file": shown,
+        "catalog": catalog.digest,
+        "problems": [{"line": p.line, "case": p.case, "field": p.field, "kind": p.kind, "message": str(p)}
+                     for p in problems],
+        "confusable": [[a, b, sim] for a, b, sim in pairs],
+    }
+    if problems:
+        raise CheckFailed(f"{len(problems)} problem{'s' if len(problems) > 1 else ''} in the expected calls:\n"
+                          + "\n".join(str(p) for p in problems))
+
+
+def normalised_catalog(catalog: Any) -> list[dict[str, Any]]:
+    """Tools sorted by name; keys sorted; lists of plain values sorted (their order means nothing)."""
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: norm(value[k]) for k in sorted(value)}
+        if isinstance(value, list):
+            items = [norm(v) for v in value]
+            if all(isinstance(v, str | int | float | bool) for v in items):
+                return sorted(items, key=lambda v: (type(v).__name__, v))
+            return items
+        return value
+
+    keys = ("name", "description", "inputSchema", "annotations")
+    return [norm({k: tool[k] for k in keys if k in tool}) for tool in sorted(catalog.tools, key=lambda t: t["name"])]
+
+
+def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any, snapshot: Any) -> None:
+    """The server's tool catalog must equal its snapshot (syrupy; accept changes with --snapshot-update)."""
+    from syrupy.extensions.json import JSONSnapshotExtension
+
+    ref = request.node.stash[CASE_KEY]
+    catalog = _catalog(request, mcpeval_runtime, mcp_server)
+    assertion = snapshot.use_extension(JSONSnapshotExtension)
+    if assertion == normalised_catalog(catalog):
+        return
+    server = ref.bench.spec.server.describe() if ref.bench.spec.server else "the mcp_server fixture"
+    diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]  # plain text
+    if diff and "does not exist" in diff[0]:
+        raise CheckFailed(
+            f"no snapshot of the tool catalog of {server} yet: run `pytest --mcp-snapshots --snapshot-update` "
+            f"to record it (under __snapshots__/ next to {ref.bench.path.name}), then commit it"
+        )
+    raise CheckFailed(f"the tool catalog of {server} changed; if that is intended, accept it with "
+                      "`pytest --mcp-snapshots --snapshot-update`:\n" + "\n".join(diff))
+
+
+def check_items(parent: pytest.File, first_case: Any, lint_on: bool, snapshots_on: bool) -> list[pytest.Item]:
+    items: list[pytest.Item] = []
+    for enabled, name, func in ((lint_on, "lint", lint), (snapshots_on, "tool-catalog", tool_catalog)):
+        if enabled:
+            item = CheckItem.from_parent(parent, name=name, callobj=func)
+            item.stash[CASE_KEY] = first_case
+            items.append(item)
+    return items

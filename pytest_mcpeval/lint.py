@@ -1,0 +1,314 @@
+"""Static checks of a benchmark against the server's tool catalog, and confusable tool pairs.
+
+:func:`check_expectations` finds expectations that describe a call the server could not accept: an
+unknown tool or argument, a literal of the wrong type or outside an ``enum``, a required argument the
+expectation leaves out.  Such a case can never pass, or passes for the wrong reason, so it is worth
+fixing before any model runs.
+
+:func:`confusable_pairs` ranks pairs of tools whose names and descriptions are alike (TF-IDF cosine);
+:func:`confusion_counts` reads how often a run actually confused each pair, to show next to them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.loader import Benchmark, Loc
+from pytest_mcpeval.scoring.matchers import Matcher
+
+KINDS = ("unknown_tool", "unknown_argument", "wrong_type", "missing_required", "enum_violation")
+DEFAULT_THRESHOLD = 0.18
+
+_STOP_TEXT = """
+an the and or but nor of to in on at by for from with without into onto over under as is are was were be been being
+it its this that these those there here if then than so not no yes do does done can could may might must should will
+would shall you your we our us they them their he she his her me my also only such via per each any all both either
+some more most other which who whom whose what when where how why eg ie etc
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[a-z0-9]{2,}")
+
+
+@dataclass(frozen=True)
+class LintProblem:
+    """One problem of one expected call, rendered as ``FILE:LINE: case `ID`: FIELD: MESSAGE``."""
+
+    file: str
+    line: int | None
+    case: str
+    field: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        place = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{place}: case `{self.case}`: {self.field}: {self.message}"
+
+
+# -- expectations against the catalog ----------------------------------------------------------------------
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _show(value: Any) -> str:
+    return _one_line(repr(value), 80)
+
+
+def _schema_types(schema: Mapping[str, Any]) -> set[str] | None:
+    """The JSON types a schema admits, or None when it does not say (anything goes)."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {str(k) for k in kind}
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches:
+            out: set[str] = set()
+            for branch in branches:
+                if not isinstance(branch, Mapping):
+                    return None
+                sub = _schema_types(branch)
+                if sub is None:
+                    return None
+                out |= sub
+            return out
+    return None
+
+
+def _literal(matcher: Matcher) -> tuple[bool, Any]:
+    """``(True, value)`` when the matcher stands for one literal JSON value, else ``(False, None)``."""
+    if matcher.kind in ("literal", "equals"):
+        return True, matcher.value
+    if matcher.kind == "list":
+        items = [_literal(m) for m in matcher.value]
+        return (True, [v for _, v in items]) if all(ok for ok, _ in items) else (False, None)
+    if matcher.kind == "object":
+        entries = {k: _literal(m) for k, m in matcher.value.items()}
+        if all(ok for ok, _ in entries.values()):
+            return True, {k: v for k, (_, v) in entries.items()}
+    return False, None
+
+
+def _type_names(types: Any) -> str:
+    if isinstance(types, list):
+        return " or ".join(str(t) for t in types)
+    return str(types)
+
+
+Found = tuple[str, str, tuple[str | int, ...]]  # (kind, message, location below the argument)
+
+
+def _schema_error(name: str, prop: Mapping[str, Any], value: Any) -> Found | None:
+    """The problem when ``value`` is invalid for the property's schema; None when valid or unknowable."""
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    try:
+        schema = dict(prop)
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
+    except Exception:  # a broken schema (SchemaError), an unresolvable $ref, ...: not ours to judge
+        return None
+    if error is None:
+        return None
+    sub = tuple(error.absolute_path)
+    where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in sub)
+    got = f"(got {_show(error.instance)})"
+    if error.validator in ("enum", "const"):
+        options = error.validator_value if error.validator == "enum" else [error.validator_value]
+        shown = ", ".join(str(o) for o in options) if isinstance(options, list) else _show(options)
+        return "enum_violation", _one_line(f"`{where}` must be one of {shown} {got}"), sub
+    if error.validator == "type":
+        types = _type_names(error.validator_value)
+        return "wrong_type", _one_line(f"`{where}` must be of type {types} {got}"), sub
+    return "wrong_type", _one_line(f"`{where}`: {error.message}"), sub
+
+
+def _matcher_error(name: str, prop: Mapping[str, Any], matcher: Matcher) -> Found | None:
+    kind = matcher.kind
+    if kind == "ignore":
+        return None
+    if kind == "any_of":
+        for k, alternative in enumerate(matcher.value):
+            problem = _matcher_error(name, prop, alternative)
+            if problem is not None:
+                return problem[0], f"{problem[1]} (any_of alternative {k + 1})", ("any_of", k, *problem[2])
+        return None
+    if kind in ("approx", "regex", "text"):
+        wanted = "number" if kind == "approx" else "string"
+        types = _schema_types(prop)
+        if types is None or wanted in types or (wanted == "number" and "integer" in types):
+            return None
+        shown = _type_names(sorted(types))
+        article = "an" if kind == "approx" else "a"
+        message = f"`{name}` must be of type {shown} (got {article} `{kind}` matcher, which expects a {wanted})"
+        return "wrong_type", message, (kind,)
+    ok, value = _literal(matcher)
+    if not ok:  # a list or object holding matchers: not checked
+        return None
+    problem = _schema_error(name, prop, value)
+    if problem is not None and kind == "equals":
+        return problem[0], problem[1], ("equals", *problem[2])
+    return problem
+
+
+def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> list[LintProblem]:
+    """Every expected call of every case checked against the tools' input schemas, in file order."""
+    problems: list[LintProblem] = []
+    tool_names = catalog.names
+
+    def line(*locs: Loc) -> int | None:
+        for loc in locs:
+            found = bench.line_of(loc)
+            if found is not None:
+                return found
+        return None
+
+    for i, case in enumerate(bench.spec.cases):
+        case_loc: Loc = ("cases", i)
+        for j, call in enumerate(case.expect):
+            call_loc: Loc = (*case_loc, "expect", j)
+
+            def add(field: str, kind: str, message: str, *locs: Loc, _cid: str = case.id) -> None:
+                problems.append(LintProblem(shown_path, line(*locs), _cid, field, kind, message))
+
+            tool = catalog.by_name.get(call.tool)
+            if tool is None:
+                add(
+                    f"expect[{j}].tool",
+                    "unknown_tool",
+                    f"tool `{call.tool}` is not in the catalog{_suggest(call.tool, tool_names)}",
+                    (*call_loc, "tool"),
+                    call_loc,
+                    case_loc,
+                )
+                continue
+            matchers = bench.matchers.get((case.id, j))
+            if matchers is None:
+                continue
+            schema = tool.get("inputSchema")
+            raw_props = schema.get("properties") if isinstance(schema, Mapping) else None
+            props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
+            prop_names = sorted(props)
+            args_loc: Loc = (*call_loc, "args")
+            for name, matcher in matchers.items():
+                arg_loc: Loc = (*args_loc, name)
+                locs = (arg_loc, args_loc, call_loc, case_loc)
+                if name not in props:
+                    add(
+                        f"expect[{j}].args.{name}",
+                        "unknown_argument",
+                        f"`{call.tool}` has no argument `{name}`{_suggest(name, prop_names)}",
+                        *locs,
+                    )
+                    continue
+                prop = props[name]
+                if not isinstance(prop, Mapping):
+                    continue
+                found = _matcher_error(name, prop, matcher)
+                if found is not None:
+                    deeper = [(*arg_loc, *found[2][:end]) for end in range(len(found[2]), 0, -1)]
+                    add(f"expect[{j}].args.{name}", found[0], found[1], *deeper, *locs)
+            for name in catalog.required(call.tool):
+                if name not in matchers:
+                    add(
+                        f"expect[{j}].args",
+                        "missing_required",
+                        f"required argument `{name}` of `{call.tool}` is not in the expected args",
+                        args_loc,
+                        call_loc,
+                        case_loc,
+                    )
+    return problems
+
+
+# -- confusable tools -----------------------------------------------------------------------------------------
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case words of letters/digits (length >= 2) with ``_``, ``-`` and camelCase as breaks, no stop words."""
+    spaced = _CAMEL.sub(" ", text).replace("_", " ").replace("-", " ").lower()
+    return [w for w in _WORD.findall(spaced) if w not in STOP_WORDS]
+
+
+def tool_texts(catalog: Catalog) -> list[str]:
+    """``name + " " + description`` of each tool, as the model sees them (catalog order)."""
+    return [
+        f"{tool['name']} {entry['function']['description']}"
+        for tool, entry in zip(catalog.tools, catalog.openai_tools, strict=True)
+    ]
+
+
+def tfidf_matrix(texts: list[str]) -> tuple[list[str], Any]:
+    """``(vocabulary, matrix)``: raw term counts times smooth idf ``ln((1+n)/(1+df)) + 1``, rows l2-normalised."""
+    import numpy as np
+
+    docs = [Counter(tokenize(text)) for text in texts]
+    vocab = sorted({token for doc in docs for token in doc})
+    index = {token: k for k, token in enumerate(vocab)}
+    counts = np.zeros((len(docs), len(vocab)), dtype=np.float64)
+    for row, doc in enumerate(docs):
+        for token, count in doc.items():
+            counts[row, index[token]] = count
+    n = len(docs)
+    df = (counts > 0).sum(axis=0)
+    idf = np.log((1.0 + n) / (1.0 + df)) + 1.0
+    weights = counts * idf
+    norms = np.linalg.norm(weights, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vocab, weights / norms
+
+
+def confusable_pairs(
+    catalog: Catalog, threshold: float = DEFAULT_THRESHOLD, top: int | None = None
+) -> list[tuple[str, str, float]]:
+    """Pairs ``(a, b, similarity)`` with ``a < b``, similarity >= threshold, most similar first."""
+    names = catalog.names
+    if len(names) < 2:
+        return []
+    _, matrix = tfidf_matrix(tool_texts(catalog))
+    sims = matrix @ matrix.T
+    pairs: list[tuple[str, str, float]] = []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            sim = round(float(sims[i, j]), 4)
+            if sim >= threshold and not math.isnan(sim):
+                a, b = sorted((names[i], names[j]))
+                pairs.append((a, b, sim))
+    pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return pairs if top is None else pairs[:top]
+
+
+def confusion_counts(report: Mapping[str, Any], model: str | None = None) -> dict[tuple[str, str], int]:
+    """How often each unordered pair ``(a, b)``, ``a < b``, was confused in a JSON report (both directions)."""
+    models = report.get("models") or {}
+    if model is not None:
+        models = {model: models[model]} if model in models else {}
+    out: dict[tuple[str, str], int] = {}
+    for metrics in models.values():
+        for pair in (metrics or {}).get("confused_pairs") or []:
+            expected, called = str(pair["expected"]), str(pair["called"])
+            if expected == called:
+                continue
+            a, b = sorted((expected, called))
+            out[(a, b)] = out.get((a, b), 0) + int(pair["count"])
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))

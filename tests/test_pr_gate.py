@@ -1,0 +1,170 @@
+"""Pull-request checks: baseline comparison with a significance gate, snapshots, lint, catalog tokens."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import GITHUB_TOOLS, make_project, read_report, run
+
+from pytest_mcpeval.models.scripted import ScriptedModelServer
+
+TOOLS = [
+    {"name": "list_issues", "description": "List issues in a repository, filtered by state and labels.",
+     "inputSchema": {"type": "object", "properties": {"repo": {"type": "string"},
+                                                      "state": {"type": "string", "enum": ["OPEN", "CLOSED"]}},
+                     "required": ["repo"]}},
+    {"name": "search_issues", "description": "Full-text search over issues.",
+     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+]
+
+
+def bench(n: int) -> str:
+    cases = "".join(f"  - id: list{i}\n    input: show the open issues of repo r{i}\n"
+                    f"    expect: [{{tool: list_issues}}]\n" for i in range(n))
+    return "server: {tools_file: tools.json}\ncases:\n" + cases
+
+
+def project(pytester: pytest.Pytester, server: ScriptedModelServer, n: int, tools: list[dict[str, Any]]) -> None:
+    make_project(pytester, server, {"bench.mcpeval.yaml": bench(n)}, tools=tools)
+    for i in range(n):
+        server.call(f"show the open issues of repo r{i}", "list_issues", repo=f"r{i}")
+
+
+def test_description_change_that_flips_cases_fails_the_gate(pytester: pytest.Pytester,
+                                                            model_server: ScriptedModelServer,
+                                                            xdist_args: list[str]) -> None:
+    project(pytester, model_server, 12, TOOLS)
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json", *xdist_args).ret == 0
+    changed = [dict(TOOLS[0], description="Search or list issues."), *TOOLS[1:]]
+    (pytester.path / "tools.json").write_text(json.dumps(changed))
+    for i in range(6):  # the model now reaches for search_issues on half of the cases
+        model_server.call(f"show the open issues of repo r{i}", "search_issues", query=f"repo:r{i} is:open")
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-fail-on-drop=0.02",
+                 "--mcp-markdown=pr.md", "--mcp-report=report.json", *xdist_args)
+    result.stdout.fnmatch_lines([
+        "compared with *base.json: 6 cases flipped, 0 only in the baseline, 0 only in this run",
+        "GATE FAILED model fake: accuracy dropped 1.000 -> 0.500 (-0.500, 95% CI [[]*[]], p = 0.0312, "
+        "n = 12 paired cases)",
+    ])
+    assert result.ret == 1
+    markdown = (pytester.path / "pr.md").read_text()
+    assert "❌" in markdown and "✏️" in markdown and "list_issues" in markdown
+    assert "-List issues in a repository, filtered by state and labels." in markdown
+    assert "+Search or list issues." in markdown
+    comparison = read_report(pytester)["comparison"]
+    assert len(comparison["flipped"]) == 6 and comparison["drops"]
+
+
+def test_a_small_random_drop_is_not_significant(pytester: pytest.Pytester,
+                                                model_server: ScriptedModelServer) -> None:
+    project(pytester, model_server, 20, TOOLS)
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0
+    model_server.call("show the open issues of repo r3", "search_issues", query="r3")
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-fail-on-drop=0.02",
+                 "--mcp-report=report.json", "--mcp-record=off")  # a fresh answer, not the recorded one
+    result.stdout.fnmatch_lines(["compared with *: 1 cases flipped*"])
+    assert "GATE FAILED" not in result.stdout.str()
+    assert result.ret == 0
+    accuracy = next(c for c in read_report(pytester)["comparison"]["changes"] if c["metric"] == "accuracy")
+    assert accuracy["diff"] == pytest.approx(-0.05) and accuracy["p_value"] == 1.0  # McNemar b=1, c=0
+
+
+def test_cases_only_in_one_run_are_listed(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    project(pytester, model_server, 5, TOOLS)
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0
+    (pytester.path / "bench.mcpeval.yaml").write_text(bench(4))
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-report=report.json")
+    result.stdout.fnmatch_lines(["*0 cases flipped, 1 only in the baseline, 0 only in this run"])
+    assert read_report(pytester)["comparison"]["only_in_baseline"] == ["bench.mcpeval.yaml::list4[fake]#0"]
+
+
+def test_bad_baseline_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    (pytester.path / "base.json").write_text("{not json")
+    result = run(pytester, "--mcp-compare=base.json")
+    result.stderr.fnmatch_lines(["*--mcp-compare: *"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = run(pytester, "--mcp-fail-on-drop=0.02")
+    result.stderr.fnmatch_lines(["*--mcp-fail-on-drop and --mcp-markdown need --mcp-compare=BASELINE"])
+
+
+def test_tool_catalog_snapshot(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    project(pytester, model_server, 1, TOOLS)
+    result = run(pytester, "--mcp-snapshots", "-k", "tool-catalog")
+    result.stdout.fnmatch_lines(["*no snapshot of the tool catalog of tools_file: tools.json yet: run "
+                                 "`pytest --mcp-snapshots --snapshot-update` to record it*"])
+    assert result.ret == 1
+    assert run(pytester, "--mcp-snapshots", "--snapshot-update", "-k", "tool-catalog").ret == 0
+    assert run(pytester, "--mcp-snapshots", "-k", "tool-catalog").ret == 0
+    reordered = [dict(TOOLS[1]), dict(TOOLS[0], inputSchema=dict(TOOLS[0]["inputSchema"], required=["repo"]))]
+    (pytester.path / "tools.json").write_text(json.dumps(reordered))
+    assert run(pytester, "--mcp-snapshots", "-k", "tool-catalog").ret == 0  # order means nothing
+    changed = [dict(TOOLS[0], description="Search or list issues."), *TOOLS[1:]]
+    (pytester.path / "tools.json").write_text(json.dumps(changed))
+    result = run(pytester, "--mcp-snapshots", "-k", "tool-catalog")
+    result.stdout.fnmatch_lines(["*the tool catalog of tools_file: tools.json changed*",
+                                 '*"description": "List issues in a repository, filtered by state and labels."*',
+                                 '*"description": "Search or list issues."*'])
+    assert result.ret == 1
+
+
+LINT_BENCH = """server: {tools_file: tools.json}
+cases:
+  - id: ok
+    input: a
+    expect: [{tool: list_issues, args: {repo: r}}]
+  - id: bad
+    input: b
+    expect:
+      - tool: list_issues
+        args:
+          repo: 7
+          state: open
+          labelz: [bug]
+  - id: missing
+    input: c
+    expect: [{tool: search_issues, args: {}}]
+"""
+
+
+def test_lint_item_finds_each_kind(pytester: pytest.Pytester, model_server: ScriptedModelServer,
+                                   xdist_args: list[str]) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": LINT_BENCH}, tools=TOOLS)
+    result = run(pytester, "--mcp-lint", "-k", "lint", *xdist_args)
+    result.stdout.fnmatch_lines([
+        "*4 problems in the expected calls:*",
+        "bench.mcpeval.yaml:11: case `bad`: expect[[]0[]].args.repo: *must be of type string*",
+        "bench.mcpeval.yaml:12: case `bad`: expect[[]0[]].args.state: *must be one of OPEN, CLOSED (got 'open')*",
+        "bench.mcpeval.yaml:13: case `bad`: expect[[]0[]].args.labelz: *",
+    ])
+    result.stdout.fnmatch_lines(["*case `missing`*required argument `query` of `search_issues`*"])
+    result.stdout.fnmatch_lines(["lint bench.mcpeval.yaml: 4 problems, * confusable pairs"])
+    assert result.ret == 1
+
+
+def test_lint_on_the_github_catalog_shows_list_vs_search(pytester: pytest.Pytester,
+                                                         model_server: ScriptedModelServer) -> None:
+    text = "server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: x\n    expect: [{tool: list_issues}]\n"
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": text})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    assert run(pytester, "--mcp-lint", "--mcp-report=report.json", "-k", "lint").ret == 0
+    pairs = read_report(pytester)["lint"]["bench.mcpeval.yaml"]["confusable"]
+    assert ["list_issues", "search_issues"] in [p["tools"] for p in pairs]
+
+
+def test_catalog_tokens_are_reported_and_gated(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    text = "server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: who am i\n    expect: [{tool: get_me}]\n"
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": text})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.call("who am i", "get_me")
+    result = run(pytester, "--mcp-models=fake", "--mcp-max-catalog-tokens=10000", "--mcp-report=report.json")
+    result.stdout.fnmatch_lines(["catalog tools_file: tools.json: 117 tools, * tokens per request (heaviest: *)",
+                                 "GATE FAILED catalog of tools_file: tools.json costs * tokens per request, above "
+                                 "--mcp-max-catalog-tokens=10000 (heaviest: *)"])
+    assert result.ret == 1
+    report = read_report(pytester)
+    (info,) = report["catalogs"].values()
+    assert info["tokens"] > 10000 and len(info["tools"]) == 117
+    assert report["cases"][0]["catalog"] in report["catalogs"]
+    assert len(info["tools"]["get_me"]["hash"]) == 16
