@@ -15,8 +15,6 @@ import pytest
 from pytest_mcpeval.keys import CASE_KEY, LINT_KEY
 from pytest_mcpeval.run.single import CaseError
 
-LINT_PAIRS = 10
-
 
 class CheckFailed(Exception):
     """A failed check; the message is what the user reads (no traceback)."""
@@ -44,6 +42,7 @@ def _catalog(request: pytest.FixtureRequest, runtime: Any, override: Any) -> Any
 def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
     from pytest_mcpeval.lint import check_expectations, confusable_pairs
+    from pytest_mcpeval.run.single import catalog_info
 
     ref = request.node.stash[CASE_KEY]
     catalog = _catalog(request, mcpeval_runtime, mcp_server)
@@ -56,6 +55,8 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) 
         "problems": [{"line": p.line, "case": p.case, "field": p.field, "kind": p.kind, "message": str(p)}
                      for p in problems],
         "confusable": [[a, b, sim] for a, b, sim in pairs],
+        "catalog_info": catalog_info(catalog, ref.bench.spec.server.describe() if ref.bench.spec.server
+                                     else "the mcp_server fixture"),
     }
     if problems:
         raise CheckFailed(f"{len(problems)} problem{'s' if len(problems) > 1 else ''} in the expected calls:\n"

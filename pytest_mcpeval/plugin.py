@@ -109,7 +109,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--mcp-compare", dest="mcp_compare", metavar="PATH", default=None,
-        help="compare this run with a baseline case by case (same case id, model and repeat)",
+        help="compare this run with a baseline case by case (same file, case id, model and repeat)",
     )
     group.addoption(
         "--mcp-fail-on-drop", dest="mcp_fail_on_drop", metavar="MARGIN", type=unit_interval, default=None,
@@ -126,8 +126,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--mcp-markdown", dest="mcp_markdown", metavar="PATH", default=None,
-        help="with --mcp-compare: write the pull-request summary in Markdown (also appended to "
-        "$GITHUB_STEP_SUMMARY when set)",
+        help="with --mcp-compare: write the pull-request summary in Markdown (with --mcp-compare it is "
+        "always appended to $GITHUB_STEP_SUMMARY when that is set)",
     )
     parser.addini("mcp_concurrency", type="linelist", default=[],
                   help="`MODEL = N` lines: calls in flight for that model")

@@ -27,6 +27,9 @@ class EvalSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         lint = getattr(report, "mcpeval_lint", None)
         if report.when == "call" and isinstance(lint, dict):
+            info = lint.pop("catalog_info", None)
+            if info is not None:  # a lint-only run still knows its catalogs (tokens, hashes)
+                self.catalogs[lint["catalog"]] = info
             self.lint.append(lint)
         results = getattr(report, "mcpeval", None)
         if report.when == "call" and isinstance(results, list):
@@ -61,10 +64,10 @@ class EvalSession:
             self.usage_errors = check_names(settings.thresholds, tools, models_run)
             if not self.usage_errors:
                 failures = evaluate(settings.thresholds, report["models"])
-            failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
         else:  # thresholds given on the command line must not pass on nothing
             failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
                         for t in settings.thresholds if t.source.startswith("--")]
+        failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
         report["gate"] = {
             "passed": not failures and not self.usage_errors,
             "failures": failures,

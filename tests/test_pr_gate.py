@@ -34,7 +34,11 @@ def project(pytester: pytest.Pytester, server: ScriptedModelServer, n: int, tool
 
 def test_description_change_that_flips_cases_fails_the_gate(pytester: pytest.Pytester,
                                                             model_server: ScriptedModelServer,
-                                                            xdist_args: list[str]) -> None:
+                                                            xdist_args: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = pytester.path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     project(pytester, model_server, 12, TOOLS)
     assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json", *xdist_args).ret == 0
     changed = [dict(TOOLS[0], description="Search or list issues."), *TOOLS[1:]]
@@ -53,6 +57,7 @@ def test_description_change_that_flips_cases_fails_the_gate(pytester: pytest.Pyt
     assert "❌" in markdown and "✏️" in markdown and "list_issues" in markdown
     assert "-List issues in a repository, filtered by state and labels." in markdown
     assert "+Search or list issues." in markdown
+    assert summary.read_text() == "earlier step\n" + markdown + "\n"  # appended, not overwritten
     comparison = read_report(pytester)["comparison"]
     assert len(comparison["flipped"]) == 6 and comparison["drops"]
 
@@ -151,6 +156,10 @@ def test_lint_on_the_github_catalog_shows_list_vs_search(pytester: pytest.Pytest
     assert run(pytester, "--mcp-lint", "--mcp-report=report.json", "-k", "lint").ret == 0
     pairs = read_report(pytester)["lint"]["bench.mcpeval.yaml"]["confusable"]
     assert ["list_issues", "search_issues"] in [p["tools"] for p in pairs]
+    # no model needed for the catalog budget either
+    result = run(pytester, "--mcp-lint", "-k", "lint", "--mcp-max-catalog-tokens=10000")
+    result.stdout.fnmatch_lines(["GATE FAILED catalog of tools_file: tools.json costs * tokens per request*"])
+    assert result.ret == 1
 
 
 def test_catalog_tokens_are_reported_and_gated(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
