@@ -65,7 +65,8 @@ def main(argv: list[str]) -> int:
                 model_server.script(text, reply, model=SCRIPTED)
             params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
             models.append(SCRIPTED)
-            options += ["-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}",
+            options += ["--mcp-record=off",  # canned answers: nothing worth recording in the repository
+                        "-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}",
                         "-o", f"mcp_model_params={SCRIPTED} = {json.dumps(params)}"]
         command = [
             sys.executable, "-m", "pytest",
