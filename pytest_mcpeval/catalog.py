@@ -104,7 +104,7 @@ class Catalog:
         """The MCP name for a name a model called (unknown names are returned unchanged)."""
         return self.from_openai_name.get(api_name, api_name)
 
-    def properties(self, tool: str) -> set[str] | None:
+    def properties(self, tool: str) -> set[str]:
         schema = self.by_name.get(tool, {}).get("inputSchema") or {}
         props = schema.get("properties")
         return set(props) if isinstance(props, Mapping) else set()

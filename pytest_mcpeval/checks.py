@@ -55,8 +55,7 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) 
         "problems": [{"line": p.line, "case": p.case, "field": p.field, "kind": p.kind, "message": str(p)}
                      for p in problems],
         "confusable": [[a, b, sim] for a, b, sim in pairs],
-        "catalog_info": catalog_info(catalog, ref.bench.spec.server.describe() if ref.bench.spec.server
-                                     else "the mcp_server fixture"),
+        "catalog_info": catalog_info(catalog, mcpeval_runtime.server_label(ref, mcp_server)),
     }
     if problems:
         raise CheckFailed(f"{len(problems)} problem{'s' if len(problems) > 1 else ''} in the expected calls:\n"
@@ -89,7 +88,7 @@ def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_serve
     assertion = snapshot.use_extension(JSONSnapshotExtension)
     if assertion == normalised_catalog(catalog):
         return
-    server = ref.bench.spec.server.describe() if ref.bench.spec.server else "the mcp_server fixture"
+    server = mcpeval_runtime.server_label(ref, mcp_server)  # the fixture's server when it overrides the file's
     diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]  # plain text
     if diff and "does not exist" in diff[0]:
         raise CheckFailed(

@@ -100,10 +100,11 @@ class Runtime:
             self._units[memo] = Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
         return self._units[memo]
 
-    def _server_label(self, ref: CaseRef, override: Any) -> str:
+    def server_label(self, ref: CaseRef, override: Any) -> str:
+        """The server a case is evaluated against, as messages and the report name it."""
         if override is not None:
             return f"mcp_server fixture ({type(override).__name__})"
-        return ref.bench.spec.server.describe() if ref.bench.spec.server else "?"
+        return ref.bench.spec.server.describe() if ref.bench.spec.server else "no server"
 
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
@@ -153,7 +154,7 @@ class Runtime:
         result["catalog"] = catalog.digest
         if catalog.digest not in self._reported_catalogs:  # once per process: the controller merges them
             self._reported_catalogs.add(catalog.digest)
-            result["catalog_info"] = catalog_info(catalog, self._server_label(ref, override))
+            result["catalog_info"] = catalog_info(catalog, self.server_label(ref, override))
         problems = missing_tools(expects, catalog)
         if problems:
             index = ref.bench.spec.cases.index(ref.case)

@@ -69,7 +69,7 @@ def check_arguments(expect: Expectation, call: dict[str, Any], catalog: Catalog)
             "exact": False if checked else None,
         }
     args: dict[str, Any] = call["args"]
-    props = catalog.properties(expect.tool) or set()
+    props = catalog.properties(expect.tool)
     hallucinated = sorted(k for k in args if k not in props)
     missing_required = [r for r in required if r not in args]
     missing_expected: list[str] = []
