@@ -14,6 +14,8 @@ argument path.
 from __future__ import annotations
 
 import re
+import types
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -166,6 +168,47 @@ def field_names() -> set[str]:
     for model in (BenchmarkFile, ServerSpec, Case, ExpectedCall, Message):
         names.update(model.model_fields)
     return names
+
+
+def keys_at(loc: tuple[str | int, ...]) -> tuple[str, ...]:
+    """The keys valid in the mapping at ``loc``, in declaration order, for did-you-mean suggestions.
+
+    ``()`` -> the file's top-level keys, ``("server",)`` -> a server's, ``("cases", 0)`` -> a case's,
+    ``("cases", 0, "expect", 1)`` -> an expected call's, ``("cases", 0, "input", 0)`` -> a message's.
+    Empty when ``loc`` is not a mapping of the format (e.g. inside ``args``, which takes any key).
+    """
+    found: list[Any] = [BenchmarkFile]
+    for part in loc:
+        found = [
+            inner
+            for annotation in found
+            for option in _options(annotation)
+            for inner in _step(option, part)
+        ]
+    models = {option for annotation in found for option in _options(annotation) if _is_model(option)}
+    return tuple(models.pop().model_fields) if len(models) == 1 else ()
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _options(annotation: Any) -> list[Any]:
+    """``A | Annotated[B, ...] | None`` -> ``[A, B, NoneType]``."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _options(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [inner for arg in typing.get_args(annotation) for inner in _options(arg)]
+    return [annotation]
+
+
+def _step(annotation: Any, part: str | int) -> list[Any]:
+    if isinstance(part, str) and _is_model(annotation) and part in annotation.model_fields:
+        return [annotation.model_fields[part].annotation]
+    if isinstance(part, int) and typing.get_origin(annotation) is list:
+        return [typing.get_args(annotation)[0]]
+    return []
 
 
 def json_schema() -> dict[str, Any]:

@@ -1,13 +1,16 @@
-"""Every user mistake is one clear error naming file, line and field, never a traceback."""
+"""Every user mistake is a clear error naming file, line and field (all of a file's at once), never a traceback."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import GITHUB_TOOLS, make_project, run
 
+from pytest_mcpeval.loader import MAX_SHOWN, BenchmarkError, load
 from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.schema import keys_at
 
 GOOD_CASE = """
   - id: one
@@ -19,7 +22,7 @@ GOOD_CASE = """
 def collect_error(pytester: pytest.Pytester, server: ScriptedModelServer, text: str, *args: str) -> str:
     make_project(pytester, server, {"bench.mcpeval.yaml": text})
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
-    result = run(pytester, "--mcp-models=fake", *args)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", "--mcp-models=fake", *args)
     out = result.stdout.str() + result.stderr.str()
     assert "Traceback" not in out
     assert result.ret != 0
@@ -32,7 +35,7 @@ def collect_error(pytester: pytest.Pytester, server: ScriptedModelServer, text: 
         ("server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: [unclosed\n",
          "bench.mcpeval.yaml:5: invalid YAML: *"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE + "    exepct: []\n",
-         "bench.mcpeval.yaml:6: cases[[]0[]].exepct: unknown field `exepct`; did you mean `expect`?"),
+         "bench.mcpeval.yaml:6: cases[[]0[]]: unknown field `exepct`; did you mean `expect`?"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE + GOOD_CASE,
          "bench.mcpeval.yaml:7: cases[[]1[]].id: duplicate case id `one` (first at line 3)"),
         ("server: {tools_file: tools.json, url: http://x}\ncases:" + GOOD_CASE,
@@ -71,6 +74,134 @@ def test_a_broken_file_loses_nothing_else(pytester: pytest.Pytester, model_serve
     model_server.call("list the issues of github/docs", "list_issues", owner="github", repo="docs")
     result = run(pytester, "--mcp-models=fake", "--continue-on-collection-errors")
     result.stdout.fnmatch_lines(["*bad.mcpeval.yaml:2: invalid YAML*", "*1 passed, 1 error*"])
+
+
+def load_error(tmp_path: Path, text: str) -> BenchmarkError:
+    path = tmp_path / "bench.mcpeval.yaml"
+    path.write_text(text)
+    with pytest.raises(BenchmarkError) as info:
+        load(path)
+    info.value.path = "bench.mcpeval.yaml"  # as collection does, after the fact
+    return info.value
+
+
+SERVER = "server: {tools_file: tools.json}\ncases:\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("  - id: one\n    imput: hi\n    expect: []\n",
+         "bench.mcpeval.yaml:4: cases[0]: unknown field `imput`; did you mean `input`?"),
+        ("  - id: one\n    input: hi\n    exepct: []\n",
+         "bench.mcpeval.yaml:5: cases[0]: unknown field `exepct`; did you mean `expect`?"),
+        ("  - id: one\n    input: hi\n    expect: [{tol: x}]\n",
+         "bench.mcpeval.yaml:5: cases[0].expect[0]: unknown field `tol`; did you mean `tool`?"),
+        ("  - ide: one\n    input: hi\n    expect: []\n",
+         "bench.mcpeval.yaml:3: cases[0]: unknown field `ide`; did you mean `id`?"),
+    ],
+    ids=["imput", "exepct", "tol-in-expect", "ide"],
+)
+def test_a_typo_in_a_required_key_is_said_once(tmp_path: Path, case: str, expected: str) -> None:
+    error = load_error(tmp_path, SERVER + case)
+    assert str(error) == expected  # the did-you-mean alone: no "this field is required" for the same key
+    assert len(error.problems) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (SERVER + "  - id: one\n    input: hi\n    expect: []\n    tol: 3\n",
+         "bench.mcpeval.yaml:6: cases[0]: unknown field `tol`"),  # not `tool`: a case has no such key
+        (SERVER + "  - id: one\n    input: hi\n    expect: []\n    comand: [x]\n",
+         "bench.mcpeval.yaml:6: cases[0]: unknown field `comand`"),
+        ("server: {comand: [x]}\ncases:\n  - {id: one, input: hi, expect: []}\n",
+         "bench.mcpeval.yaml:1: server: unknown field `comand`; did you mean `command`?"),
+        ("server: {tools_file: tools.json}\nmodel: [x]\ncases:\n  - {id: one, input: hi, expect: []}\n",
+         "bench.mcpeval.yaml:2: unknown field `model`; did you mean `models`?"),
+        (SERVER + "  - id: one\n    input: [{rol: user, content: hi}]\n    expect: []\n",
+         "bench.mcpeval.yaml:4: cases[0].input[0]: unknown field `rol`; did you mean `role`?"),
+    ],
+    ids=["tol-in-case", "server-key-in-case", "server-key-in-server", "top-level", "message-key"],
+)
+def test_did_you_mean_picks_from_the_keys_of_the_place(tmp_path: Path, text: str, expected: str) -> None:
+    assert str(load_error(tmp_path, text)) == expected
+
+
+def test_keys_at_each_place() -> None:
+    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip")
+    assert keys_at(("cases", 3, "expect", 0)) == ("tool", "args", "extra_args")
+    assert keys_at(("cases", 3, "input", 1)) == ("role", "content")
+    assert "url" in keys_at(("server",)) and "cases" in keys_at(())
+    assert keys_at(("cases", 3, "expect", 0, "args")) == ()  # any key goes there
+
+
+def test_every_problem_of_a_file_at_once(tmp_path: Path) -> None:
+    text = (
+        SERVER
+        + "  - id: one\n"                                          # 3
+        + "    input: hi\n"
+        + "    expect: [{tool: a, args: {repo: {regx: d.*}}}]\n"  # 5: matcher
+        + "  - id: two\n"
+        + "    input: hi\n"
+        + "    expect: []\n"
+        + "    tags: [not ok]\n"                                   # 9: pydantic
+        + "  - id: one\n"                                          # 10: duplicate id
+        + "    input: hi\n"
+        + "    expect: []\n"
+    )
+    error = load_error(tmp_path, text)
+    assert str(error).splitlines() == [
+        "bench.mcpeval.yaml:5: cases[0].expect[0].args.repo: unknown matcher `regx`; did you mean `regex`?"
+        " (to expect a literal object with this key, write {equals: {...}})",
+        "bench.mcpeval.yaml:9: cases[1].tags: tag 'not ok' must be a Python identifier (it becomes a pytest marker)",
+        "bench.mcpeval.yaml:10: cases[2].id: duplicate case id `one` (first at line 3)",
+    ]
+    assert (error.line, error.where) == (5, "cases[0].expect[0].args.repo")  # the first problem
+    assert error.message.startswith("unknown matcher `regx`")
+    error.path = "elsewhere/bench.mcpeval.yaml"
+    assert all(line.startswith("elsewhere/bench.mcpeval.yaml:") for line in str(error).splitlines())
+
+
+def test_duplicate_keys_do_not_hide_other_problems(tmp_path: Path) -> None:
+    text = SERVER + "  - id: one\n    input: hi\n    input: ho\n    expect: [{tool: a, extar_args: allow}]\n"
+    assert str(load_error(tmp_path, text)).splitlines() == [
+        "bench.mcpeval.yaml:5: cases[0]: duplicate key `input` (first at line 4)",
+        "bench.mcpeval.yaml:6: cases[0].expect[0]: unknown field `extar_args`; did you mean `extra_args`?",
+    ]
+
+
+def test_more_problems_than_the_cap_are_counted(tmp_path: Path) -> None:
+    n = MAX_SHOWN + 3
+    text = SERVER + "".join(f"  - {{id: c{i}, input: hi, expect: [], skp: true}}\n" for i in range(n))
+    error = load_error(tmp_path, text)
+    lines = str(error).splitlines()
+    assert len(error.problems) == n
+    assert lines[:MAX_SHOWN] == [
+        f"bench.mcpeval.yaml:{3 + i}: cases[{i}]: unknown field `skp`; did you mean `skip`?" for i in range(MAX_SHOWN)
+    ]
+    assert lines[MAX_SHOWN:] == ["... and 3 more problems in this file"]
+
+
+def test_a_syntax_error_stays_one_error(tmp_path: Path) -> None:
+    error = load_error(tmp_path, SERVER + "  - id: one\n    imput: [unclosed\n  - ide: two\n")
+    assert len(error.problems) == 1 and error.message.startswith("invalid YAML")
+
+
+def test_all_problems_reach_the_user(pytester: pytest.Pytester) -> None:
+    (pytester.path / "bench.mcpeval.yaml").write_text(
+        SERVER + "  - id: one\n    imput: hi\n    expect: []\n  - id: two\n    input: hi\n    expect: [{tol: x}]\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    out = result.stdout.str()
+    assert "Traceback" not in out and "required" not in out
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting bench.mcpeval.yaml*",
+        "bench.mcpeval.yaml:4: cases[[]0[]]: unknown field `imput`; did you mean `input`?",
+        "bench.mcpeval.yaml:8: cases[[]1[]].expect[[]0[]]: unknown field `tol`; did you mean `tool`?",
+        "*1 error*",
+    ])
+    assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
 @pytest.mark.parametrize(
