@@ -2,11 +2,16 @@
 
 Cases of the two runs are paired by ``(file, id, model, repeat)``; a pair is left out when either side
 is an error (or unscored).  Every metric is computed on the paired cases only, on both sides, so that
-``before`` and ``after`` measure the same cases:
+``before`` and ``after`` measure the same cases.
 
-* ``accuracy``: exact McNemar test on the discordant pairs; interval from the paired bootstrap.
-* ``macro_f1``, ``pass_rate`` and ``f1[TOOL]`` (``tool_f1``): paired bootstrap over cases, percentile
-  interval, two-sided p = 2 * min(share of resampled diffs <= 0, share >= 0), capped at 1.
+The p-value of every metric comes from one exact paired permutation (swap) test (:func:`permutation_test`):
+under the null hypothesis the two outcomes of a paired case are exchangeable, so only the *discordant*
+cases (whose outcome differs between the runs) carry evidence, and ``k`` of them can never give a p-value
+below ``2 / 2**k``: at level 0.05 a drop needs at least six discordant cases, whatever the metric or the
+tool's support.  For ``accuracy`` and ``pass_rate`` the test is the exact McNemar test
+(:func:`mcnemar_exact`); ``macro_f1`` and ``f1[TOOL]`` (``tool_f1``) enumerate the swap patterns.  The
+displayed interval is a percentile interval from a paired bootstrap over cases; it describes the
+difference, the verdict comes from the p-value.
 
 A change is a *drop* when ``diff < -margin`` and ``p < level``; drops are what a pull request gate
 fails on.  Everything is seeded: the same inputs give the same output.
@@ -18,7 +23,7 @@ import difflib
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,11 @@ BASELINE_VERSION = 1
 BASELINE_KIND = "pytest-mcpeval-baseline"
 METRICS = ("accuracy", "macro_f1", "pass_rate", "tool_f1")
 _CASE_FIELDS = ("file", "id", "model", "repeat", "correct", "passed", "expected_label", "called_label", "error")
-_CHUNK = 1000  # resamples per matrix product: bounds memory to CHUNK x cases floats
+_CHUNK = 1000  # resamples (or swap patterns) per matrix product: bounds memory to CHUNK x cases floats
+_EXACT_OUTCOMES = 1 << 16  # swap outcomes up to which a permutation test is exact (always for 16 discordant pairs)
+_EXACT_PAIRS = 1000  # ... and discordant pairs up to which it is (binomial coefficients stay cheap)
+_CELLS = 1 << 20  # floats per array of swap patterns or shifted counts in one product (8 MB)
+_TOLERANCE = 1e-12  # a swapped |diff| within this of the observed one counts as reaching it
 _LIST_LIMIT = 20
 
 
@@ -92,7 +101,11 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs (binomial test, p = 0.5)."""
+    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs (binomial test, p = 0.5).
+
+    It is the paired permutation test of a count (accuracy, pass rate): swapping the two outcomes of a
+    discordant pair turns its +1 into -1, so the swapped difference is a sum of fair coin signs.
+    """
     n = b + c
     if n == 0:
         return 1.0
@@ -100,8 +113,89 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * tail / (1 << n))
 
 
-def _fmt_p(p: float) -> str:
-    return "p < 0.0001" if p < 0.0001 else f"p = {p:.4f}"
+def _exact_share(sizes: Any, counts: Any, extreme: Any) -> float:
+    """The share of the ``2**k`` swap patterns (``k = sum(sizes)``) in the rows of ``counts`` (swapped pairs of
+    each type) marked ``extreme``: a row stands for the product of C(size, count) patterns.  Exact integers up
+    to k = 62, correctly rounded binomial probabilities beyond."""
+    import numpy as np
+
+    if extreme.all():
+        return 1.0
+    k = int(sizes.sum())
+    if k <= 62:  # every product of binomial coefficients is at most 2**k
+        weights = np.ones(len(counts), dtype=np.int64)
+        for g, m in enumerate(sizes.tolist()):
+            weights *= np.array([math.comb(m, j) for j in range(m + 1)], dtype=np.int64)[counts[:, g]]
+        return int(weights[extreme].sum()) / (1 << k)
+    shares = np.ones(len(counts))
+    for g, m in enumerate(sizes.tolist()):
+        shares *= np.array([math.comb(m, j) / (1 << m) for j in range(m + 1)])[counts[:, g]]
+    return min(1.0, float(shares[extreme].sum()))
+
+
+def permutation_test(before: Any, after: Any, stat: Callable[[Any], Any], resamples: int = 10000,
+                     seed: int = 0, exact_limit: int = _EXACT_OUTCOMES) -> tuple[float, int]:
+    """Two-sided paired permutation (swap) test of ``stat(after) - stat(before)``: ``(p, discordant)``.
+
+    ``before`` and ``after`` hold one row of count columns per paired case (see ``_columns``); ``stat`` maps
+    rows of summed counts, shape ``(m, w)``, to ``m`` metric values (NaN where undefined).  Under the null
+    hypothesis the two outcomes of each pair are exchangeable, so each pair is swapped with probability 1/2;
+    p is the share of the ``2**k`` swap patterns whose ``|diff|`` reaches the observed one (tolerance 1e-12),
+    where ``k`` counts the *discordant* pairs (rows that differ): the others change nothing.  p is at least
+    ``2 / 2**k``, since the observed pattern and its mirror always count.
+
+    Pairs whose rows change by the same vector are interchangeable, so a pattern matters only through how
+    many pairs of each such type it swaps: ``C(m, j)`` patterns swap ``j`` of a type's ``m`` pairs.  When
+    there are at most ``exact_limit`` such combinations (always when ``k <= 16``) and ``k <= 1000``, p is
+    computed exactly over all of them; otherwise from ``resamples`` seeded random swap patterns, with
+    p = (1 + hits) / (1 + resamples).  A pattern under which the metric is undefined on either side counts
+    as reaching the observed difference (no evidence is drawn from it); an undefined observed difference
+    gives p = 1.
+    """
+    import numpy as np
+
+    before = np.asarray(before, dtype=np.float64)
+    after = np.asarray(after, dtype=np.float64)
+    delta = after - before
+    rows = np.flatnonzero(np.any(delta != 0, axis=1))
+    k = int(rows.size)
+    sum_b, sum_a = before.sum(axis=0)[None, :], after.sum(axis=0)[None, :]
+    observed = float(stat(sum_a)[0] - stat(sum_b)[0])
+    if k == 0 or math.isnan(observed):
+        return 1.0, k
+    types, inverse, sizes = np.unique(delta[rows], axis=0, return_inverse=True, return_counts=True)
+    threshold = abs(observed) - _TOLERANCE
+
+    def extreme(counts: Any) -> Any:  # shift = counts @ types: before' = before + shift, after' = after - shift
+        shift = counts @ types
+        diffs = stat(sum_a - shift) - stat(sum_b + shift)
+        return np.isnan(diffs) | (np.abs(diffs) >= threshold)
+
+    if math.prod(int(m) + 1 for m in sizes) <= exact_limit and k <= _EXACT_PAIRS:
+        grid = np.meshgrid(*(np.arange(int(m) + 1) for m in sizes), indexing="ij")
+        counts = np.stack([axis.ravel() for axis in grid], axis=1)
+        return _exact_share(sizes, counts, extreme(counts.astype(np.float64))), k
+    rng = np.random.default_rng(seed)
+    order = np.argsort(inverse.ravel(), kind="stable")  # pairs grouped by type, for counting swaps per type
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    chunk = max(_CHUNK, _CELLS // (k + types.shape[1]))
+    count = 0
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)
+        swapped = np.add.reduceat(bits[:, order].astype(np.int64), starts, axis=1)
+        count += int(np.count_nonzero(extreme(swapped.astype(np.float64))))
+    return (1 + count) / (1 + resamples), k
+
+
+def format_p(p: float) -> str:
+    """A p-value as every rendering prints it: four decimals, ``< 0.0001`` below that."""
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+def _p_clause(p: float) -> str:
+    text = format_p(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def _fmt_level(level: float) -> str:
@@ -114,6 +208,8 @@ class MetricChange:
 
     ``before``/``after``/``diff`` are ``None`` only for an ``f1[TOOL]`` that is undefined on one side
     (the tool was neither expected nor called there); such a change is never significant.
+    ``discordant`` counts the paired cases whose outcome for this metric differs between the runs (for
+    ``f1[TOOL]``: whose expected or called tool, as far as that tool is concerned); only they carry evidence.
     """
 
     model: str
@@ -129,10 +225,11 @@ class MetricChange:
     drop: bool
     improvement: bool
     level: float = 0.05
+    discordant: int = 0
 
     def sentence(self) -> str:
-        """E.g. ``model gpt-5: accuracy dropped 0.900 -> 0.750 (-0.150, 95% CI [-0.250, -0.050], p = 0.0039, n = 40
-        paired cases)``."""
+        """E.g. ``model gpt-5: accuracy dropped 0.900 -> 0.750 (-0.150, 95% CI [-0.250, -0.050], p = 0.0039, 9 of
+        40 paired cases changed)``."""
         if self.before is None or self.after is None or self.diff is None:
             b = "—" if self.before is None else f"{self.before:.3f}"
             a = "—" if self.after is None else f"{self.after:.3f}"
@@ -141,7 +238,8 @@ class MetricChange:
         ci = ("" if self.ci_low is None or self.ci_high is None
               else f", {_fmt_level(self.level)} CI [{self.ci_low:.3f}, {self.ci_high:.3f}]")
         return (f"model {self.model}: {self.metric} {verb} {self.before:.3f} -> {self.after:.3f} "
-                f"({self.diff:+.3f}{ci}, {_fmt_p(self.p_value)}, n = {self.n} paired cases)")
+                f"({self.diff:+.3f}{ci}, {_p_clause(self.p_value)}, {self.discordant} of {self.n} paired cases "
+                "changed)")
 
 
 @dataclass
@@ -252,34 +350,54 @@ def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int
             _stats(boot[:, :width], n, n_labels), _stats(boot[:, width:], n, n_labels))
 
 
-def bootstrap_summary(diffs: Any, level: float) -> tuple[float | None, float | None, float]:
-    """Percentile interval and two-sided p-value of resampled diffs (NaN resamples left out)."""
+def bootstrap_interval(diffs: Any, level: float) -> tuple[float | None, float | None]:
+    """Percentile interval at confidence ``1 - level`` of resampled diffs (NaN resamples left out)."""
     import numpy as np
 
     valid = diffs[~np.isnan(diffs)]
     if valid.size == 0:
-        return None, None, 1.0
+        return None, None
     low, high = np.percentile(valid, [100 * level / 2, 100 * (1 - level / 2)])
-    if not np.any(valid):
-        return float(low), float(high), 1.0
-    p = 2 * min(float(np.mean(valid <= 0)), float(np.mean(valid >= 0)))
-    return float(low), float(high), min(1.0, p)
+    return float(low), float(high)
+
+
+def _f1_boot_diffs(before: Any, after: Any) -> Any:
+    """Resampled ``f1[TOOL]`` diffs: 0 where the resample holds none of the tool's cases (undefined on both
+    sides: nothing about the tool changed), NaN (left out) where it is undefined on one side only."""
+    import numpy as np
+
+    return np.where(np.isnan(before) & np.isnan(after), 0.0, after - before)
+
+
+def _label_columns(i: int, n_labels: int) -> list[int]:
+    """The tp, support and predicted columns of label ``i`` in ``_columns``."""
+    return [2 + i, 2 + n_labels + i, 2 + 2 * n_labels + i]
+
+
+def _f1_stat(counts: Any) -> Any:
+    return _f1(counts[:, 0], counts[:, 1], counts[:, 2])
+
+
+def _macro_stat(n_labels: int) -> Callable[[Any], Any]:
+    def stat(counts: Any) -> Any:
+        return _macro(_f1(counts[:, :n_labels], counts[:, n_labels:2 * n_labels], counts[:, 2 * n_labels:]))
+    return stat
 
 
 def _change(model: str, metric: str, before: Any, after: Any, boot_diffs: Any, n: int, margin: float,
-            level: float, p_value: float | None = None) -> MetricChange:
+            level: float, test: tuple[float, int]) -> MetricChange:
     import numpy as np
 
     b = None if np.isnan(before) else float(before)
     a = None if np.isnan(after) else float(after)
+    p, discordant = test
     if a is None or b is None:
-        return MetricChange(model, metric, b, a, None, None, None, 1.0, n, False, False, False, level)
+        return MetricChange(model, metric, b, a, None, None, None, 1.0, n, False, False, False, level, discordant)
     diff = a - b
-    low, high, p_boot = bootstrap_summary(boot_diffs, level)
-    p = p_boot if p_value is None else p_value
+    low, high = bootstrap_interval(boot_diffs, level)
     significant = p < level
     return MetricChange(model, metric, b, a, diff, low, high, p, n, significant,
-                        significant and diff < -margin, significant and diff > margin, level)
+                        significant and diff < -margin, significant and diff > margin, level, discordant)
 
 
 def compare(
@@ -291,7 +409,11 @@ def compare(
     resamples: int = 10000,
     seed: int = 0,
 ) -> Comparison:
-    """Compare the current report with a baseline (from :func:`make_baseline`, or a full report)."""
+    """Compare the current report with a baseline (from :func:`make_baseline`, or a full report).
+
+    ``resamples`` is the number of bootstrap resamples of the interval, and of random swap patterns of a
+    permutation test too large to enumerate; ``seed`` seeds both.
+    """
     import numpy as np
 
     unknown = [m for m in metrics if m not in METRICS]
@@ -353,19 +475,24 @@ def compare(
 
         before, after = side([b for b, _ in model_pairs]), side([a for _, a in model_pairs])
         ob, oa, bb, ba = bootstrap_metrics(before, after, len(labels), resamples, seed)
+        cols_b, cols_a = _columns(before, len(labels)), _columns(after, len(labels))
         for metric in metrics:
-            if metric == "accuracy":
-                b_count = int(np.sum((before.correct == 1) & (after.correct == 0)))
-                c_count = int(np.sum((before.correct == 0) & (after.correct == 1)))
+            if metric in ("accuracy", "pass_rate"):
+                column = 0 if metric == "accuracy" else 1
+                worse = int(np.sum((cols_b[:, column] == 1) & (cols_a[:, column] == 0)))
+                better = int(np.sum((cols_b[:, column] == 0) & (cols_a[:, column] == 1)))
                 changes.append(_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
-                                       margin, level, mcnemar_exact(b_count, c_count)))
-            elif metric in ("macro_f1", "pass_rate"):
+                                       margin, level, (mcnemar_exact(worse, better), worse + better)))
+            elif metric == "macro_f1":
+                test = permutation_test(cols_b[:, 2:], cols_a[:, 2:], _macro_stat(len(labels)), resamples, seed)
                 changes.append(_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
-                                       margin, level))
+                                       margin, level, test))
             else:
                 for i, label in enumerate(labels):
+                    cols = _label_columns(i, len(labels))
+                    test = permutation_test(cols_b[:, cols], cols_a[:, cols], _f1_stat, resamples, seed)
                     changes.append(_change(model, f"f1[{label}]", ob["f1"][0, i], oa["f1"][0, i],
-                                           ba["f1"][:, i] - bb["f1"][:, i], n, margin, level))
+                                           _f1_boot_diffs(bb["f1"][:, i], ba["f1"][:, i]), n, margin, level, test))
     return Comparison(changes, only_before, only_after, flipped, excluded,
                       {m: len(pairs[m]) for m in models}, margin, level)
 
@@ -424,9 +551,9 @@ def _marker(change: MetricChange) -> str:
 
 def _row(name: str, c: MetricChange) -> str:
     ci = "—" if c.ci_low is None or c.ci_high is None else f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]"
-    p = "—" if c.diff is None else f"{c.p_value:.4f}"
+    p = "—" if c.diff is None else format_p(c.p_value)
     return (f"| {name} | {_fmt(c.before)} | {_fmt(c.after)} | {_fmt(c.diff, signed=True)} | {ci} | {p} "
-            f"| {_marker(c)} |")
+            f"| {c.discordant} | {_marker(c)} |")
 
 
 def markdown(comparison: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str:
@@ -441,18 +568,18 @@ def markdown(comparison: Comparison, baseline: Mapping[str, Any], current: Mappi
         lines += ["", *(f"- {s}" for s in failures)]
     else:
         lines.append(f"✅ **No significant drop** (margin {comparison.margin:g}, level {comparison.level:g})")
-    header = f"| {{}} | before | after | change | {conf} CI | p | |"
+    header = f"| {{}} | before | after | change | {conf} CI | p | cases changed | |"
+    rule = "| --- | ---: | ---: | ---: | :---: | ---: | ---: | --- |"
     for model, n in comparison.paired.items():
         own = [c for c in comparison.changes if c.model == model]
         lines += ["", f"### {model} ({n} paired cases)", ""]
         headline = [c for c in own if not c.metric.startswith("f1[")]
         if headline:
-            lines += [header.format("metric"), "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
+            lines += [header.format("metric"), rule]
             lines += [_row(c.metric, c) for c in headline]
         tools = [c for c in own if c.metric.startswith("f1[")]
         if tools:
-            lines += ["", f"**Tool F1** ({model})", "", header.format("tool"),
-                      "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
+            lines += ["", f"**Tool F1** ({model})", "", header.format("tool"), rule]
             for c in tools:
                 tool = c.metric[3:-1]
                 lines.append(_row(f"{'✏️ ' if tool in changed else ''}`{_cell(tool)}`", c))

@@ -1,9 +1,14 @@
-"""compare: baseline files, paired tests (exact McNemar, paired bootstrap) and the Markdown summary."""
+"""compare: baseline files, the paired permutation test (exact McNemar for counts), the bootstrap interval
+and the Markdown summary."""
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +18,24 @@ from scipy.stats import binomtest
 
 from pytest_mcpeval.compare import (
     BASELINE_VERSION,
+    METRICS,
     BaselineError,
     Comparison,
     _columns,
+    _f1_stat,
+    _label_columns,
+    _macro_stat,
     _Side,
     _stats,
-    bootstrap_summary,
+    bootstrap_interval,
     changed_tools,
     compare,
+    format_p,
     load_baseline,
     make_baseline,
     markdown,
     mcnemar_exact,
+    permutation_test,
 )
 from pytest_mcpeval.report.model import build_report
 from pytest_mcpeval.scoring.case import NONE
@@ -122,10 +133,10 @@ def test_description_change_drop_is_significant() -> None:
     assert (change.before, change.after, change.n) == (0.95, 0.8, 40)
     assert change.diff == pytest.approx(-0.15)
     assert change.p_value == 2 * 0.5**6 == 0.03125
-    assert change.significant and change.drop and not change.improvement
+    assert change.significant and change.drop and not change.improvement and change.discordant == 6
     assert result.failures() == [
         "model gpt-5: accuracy dropped 0.950 -> 0.800 (-0.150, 95% CI [-0.275, -0.050], p = 0.0312, "
-        "n = 40 paired cases)"
+        "6 of 40 paired cases changed)"
     ]
     assert not result.passed
     assert [f["case"] for f in result.flipped] == [f"github.mcpeval.yaml::case-{i:03d}[gpt-5]#0" for i in range(6)]
@@ -179,6 +190,369 @@ def test_margin_keeps_significant_small_changes_from_failing() -> None:
     result = compare(make_baseline(before), after, metrics=("accuracy",), margin=0.2)
     assert result.changes[0].significant and not result.changes[0].drop
     assert result.failures() == []
+
+
+# ------------------------------------------------------------------ small supports: one flipped case is no evidence
+
+OTHERS = ["git_diff"] * 4 + ["git_log"] * 4 + ["git_commit"] * 2 + [NONE] * 2
+GIT_TOOLS = ["git_diff", "git_log", "git_commit"]
+
+
+def tool_runs(support: int, flips: int, to: str = "git_diff", others: list[str] | None = None,
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``git_status`` expected by ``support`` cases, all right in the baseline; now its first ``flips`` cases
+    call ``to``.  The ``others`` cases (12 of other tools by default) stay right."""
+    expected = ["git_status"] * support + (OTHERS if others is None else others)
+    base = [case(i, e, e) for i, e in enumerate(expected)]
+    cur = [case(i, e, to if i < flips else e) for i, e in enumerate(expected)]
+    return make_baseline(report(base)), report(cur)
+
+
+def model_runs(support: int, flips: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A model with ``support`` paired cases over three tools, all right in the baseline; now its first
+    ``flips`` cases call the next tool of the three."""
+    expected = [GIT_TOOLS[i % 3] for i in range(support)]
+    base = [case(i, e, e) for i, e in enumerate(expected)]
+    cur = [case(i, e, GIT_TOOLS[(GIT_TOOLS.index(e) + 1) % 3] if i < flips else e) for i, e in enumerate(expected)]
+    return make_baseline(report(base)), report(cur)
+
+
+def by_metric(result: Comparison) -> dict[str, Any]:
+    return {c.metric: c for c in result.changes}
+
+
+@pytest.mark.parametrize("to", ["git_diff", NONE, "git_add"])
+def test_one_flipped_case_of_a_one_case_tool_is_not_significant(to: str) -> None:
+    """The issue: 13 paired cases, git_status has one case, it flips.  The bootstrap used to say
+    ``f1[git_status] dropped 1.000 -> 0.000 (95% CI [-1.000, -1.000], p < 0.0001)``."""
+    baseline, current = tool_runs(1, 1, to)
+    result = compare(baseline, current, metrics=METRICS)
+    assert result.paired == {MODEL: 13}
+    changes = by_metric(result)
+    assert {"accuracy", "macro_f1", "pass_rate", "f1[git_status]"} <= set(changes)
+    assert result.passed and result.failures() == []
+    assert not any(c.significant or c.drop for c in result.changes)
+    assert all(c.p_value == 1.0 for c in result.changes)
+    assert all(c.discordant <= 1 for c in result.changes)
+    assert changes["f1[git_status]"].sentence() == (
+        "model gpt-5: f1[git_status] dropped 1.000 -> 0.000 (-1.000, 95% CI [-1.000, 0.000], p = 1.0000, "
+        "1 of 13 paired cases changed)")
+    for c in result.changes:  # every interval of a drop reaches 0: no interval claims more than the test
+        if c.diff is not None and c.diff < 0:
+            assert c.ci_low is not None and c.ci_high is not None
+            assert c.ci_low <= c.diff < 0 <= c.ci_high
+
+
+@pytest.mark.parametrize("support", [1, 2, 5])
+@pytest.mark.parametrize("others", [None, []], ids=["among-other-tools", "only-this-tool"])
+def test_small_supports_cannot_fail_even_when_every_case_flips(support: int, others: list[str] | None) -> None:
+    baseline, current = tool_runs(support, support, others=others)
+    result = compare(baseline, current, metrics=METRICS)
+    assert result.passed and not any(c.significant for c in result.changes)
+    changes = by_metric(result)
+    assert changes["f1[git_status]"].diff == -1.0
+    for metric in ("accuracy", "pass_rate", "macro_f1", "f1[git_status]"):
+        change = changes[metric]
+        assert change.discordant == support
+        assert change.p_value == 2 / 2**support  # the floor: the observed pattern and its mirror
+    for c in result.changes:
+        assert c.discordant <= support and c.p_value >= 2 / 2**5
+
+
+def test_a_real_drop_fails_on_every_metric() -> None:
+    baseline, current = tool_runs(10, 8)
+    result = compare(baseline, current, metrics=METRICS)
+    changes = by_metric(result)
+    for metric in ("accuracy", "pass_rate", "macro_f1", "f1[git_status]", "f1[git_diff]"):
+        assert changes[metric].drop, changes[metric].sentence()
+        assert changes[metric].discordant == 8
+    assert changes["accuracy"].p_value == mcnemar_exact(8, 0) == binomtest(0, 8, 0.5).pvalue == 2 / 2**8
+    assert changes["f1[git_status]"].p_value == 2 / 2**8
+    assert changes["f1[git_status]"].sentence() == (
+        "model gpt-5: f1[git_status] dropped 1.000 -> 0.333 (-0.667, 95% CI [-1.000, -0.333], p = 0.0078, "
+        "8 of 22 paired cases changed)")
+    for tool in ("git_log", "git_commit", NONE):
+        assert changes[f"f1[{tool}]"].p_value == 1.0 and changes[f"f1[{tool}]"].discordant == 0
+    assert len(result.failures()) == 5
+
+
+def test_a_five_case_tool_fails_when_a_sixth_case_turns_against_it() -> None:
+    """The documented way a tool with fewer than six cases can fail: other cases change for it too."""
+    expected = ["git_status"] * 5 + OTHERS
+    base = report([case(i, e, e) for i, e in enumerate(expected)])
+    cur = report([case(i, e, "git_diff" if i < 5 else "git_status" if i == 5 else e) for i, e in enumerate(expected)])
+    status = by_metric(compare(make_baseline(base), cur, metrics=("tool_f1",)))["f1[git_status]"]
+    assert (status.discordant, status.p_value, status.drop) == (6, 2 / 2**6, True)
+
+
+def documented_table(heading: str) -> list[list[str]]:
+    """The Markdown table whose header row starts with ``heading`` in docs/pull-requests.md, as cells."""
+    text = (Path(__file__).parent.parent / "docs" / "pull-requests.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {heading} |"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return [rows[0], *rows[2:]]
+
+
+def test_documented_flips_needed_at_each_support() -> None:
+    header, *rows = documented_table("metric")
+    supports = [int(h.removeprefix("support ")) for h in header[1:]]
+    assert supports == [1, 2, 5, 10, 20]
+    assert [row[0] for row in rows] == ["accuracy", "pass_rate", "macro_f1", "f1[TOOL]"]
+    for metric, *cells in rows:
+        for support, cell in zip(supports, cells, strict=True):
+            runs = tool_runs if metric == "f1[TOOL]" else model_runs
+            name = "f1[git_status]" if metric == "f1[TOOL]" else metric
+
+            def fails(flips: int, runs: Any = runs, name: str = name, support: int = support) -> bool:
+                baseline, current = runs(support, flips)
+                change = by_metric(compare(baseline, current, metrics=METRICS))[name]
+                assert change.discordant == flips and change.p_value == 2 / 2**flips
+                return bool(change.drop)
+
+            if cell == "never":
+                assert not fails(support), (metric, support)
+            else:
+                needed = int(cell)
+                assert fails(needed) and not fails(needed - 1), (metric, support)
+
+
+def test_documented_opposite_flips_tolerated_for_accuracy() -> None:
+    (header, values), = [documented_table("discordant cases d")]
+    assert values[0] == "opposite flips tolerated"
+    for span, cell in zip(header[1:], values[1:], strict=True):
+        low, _, high = span.partition("\N{EN DASH}")
+        for d in range(int(low), int(high or low) + 1):
+            significant = [c for c in range(d + 1) if 2 * c < d and binomtest(c, d, 0.5).pvalue < 0.05]
+            assert (str(max(significant)) if significant else "never significant") == cell, d
+            if significant and d == int(low):  # compare agrees: that many opposite flips fail, one more does not
+                assert compare_flips(d - max(significant), max(significant)).drop
+                assert not compare_flips(d - max(significant) - 1, max(significant) + 1).drop
+
+
+def compare_flips(worse: int, better: int) -> Any:
+    """Accuracy of a comparison where ``worse`` cases go right -> wrong and ``better`` wrong -> right (of 60)."""
+    base = [case(i, "git_diff", "git_diff" if i < worse else "git_log") for i in range(60)]
+    cur = [case(i, "git_diff", "git_log" if i < worse or i >= worse + better else "git_diff") for i in range(60)]
+    change = compare(make_baseline(report(base)), report(cur), metrics=("accuracy",), resamples=500).changes[0]
+    assert change.discordant == worse + better and change.p_value == mcnemar_exact(worse, better)
+    return change
+
+
+# ------------------------------------------------------------------------------------ permutation test
+
+
+def count_columns(b: int, c: int, concordant: int = 5) -> tuple[Any, Any]:
+    """One count column per pair: b pairs 1 -> 0, c pairs 0 -> 1, then concordant pairs (1 -> 1, 0 -> 0)."""
+    before = np.array([1] * b + [0] * c + [i % 2 for i in range(concordant)], dtype=float)[:, None]
+    after = np.array([0] * b + [1] * c + [i % 2 for i in range(concordant)], dtype=float)[:, None]
+    return before, after
+
+
+@pytest.mark.parametrize("b,c", [(0, 0), (0, 1), (1, 0), (6, 0), (2, 1), (3, 5), (10, 2), (7, 7), (0, 16), (9, 7),
+                                 (5, 11), (12, 5), (25, 40), (30, 8), (100, 80), (200, 150)])
+def test_exact_permutation_test_of_a_count_is_mcnemar(b: int, c: int) -> None:
+    """Two types of discordant pair (+1 and -1): exact at any size, and equal to McNemar / scipy."""
+    before, after = count_columns(b, c)
+    p, k = permutation_test(before, after, lambda counts: counts[:, 0] / len(before))
+    assert k == b + c
+    expected = binomtest(min(b, c), b + c, 0.5).pvalue if b + c else 1.0
+    assert p == pytest.approx(expected, rel=1e-12)
+    assert p == pytest.approx(mcnemar_exact(b, c), rel=1e-12)
+    if k <= 50:
+        assert (p * 2**k) == round(p * 2**k)  # a share of the 2**k patterns
+
+
+def random_count_rows(seed: int, n: int, changed: int) -> tuple[Any, Any, int]:
+    """Count columns (see _columns) of n paired cases over 4 labels, ``changed`` of them with a new call;
+    correct and passed stay 1."""
+    rng = np.random.default_rng(seed)
+    expected = rng.integers(0, 4, size=n)
+    called = np.where(rng.random(n) < 0.6, expected, rng.integers(0, 4, size=n))
+    moved = called.copy()
+    moved[:changed] = rng.integers(0, 4, size=changed)
+    ones = np.ones(n)
+    return _columns(_Side(ones, ones, expected, called), 4), _columns(_Side(ones, ones, expected, moved), 4), 4
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_grouped_enumeration_equals_every_swap_pattern(seed: int) -> None:
+    """Counting swaps per type of change gives the p-value of enumerating all 2**k patterns one by one."""
+    before, after, labels = random_count_rows(seed, 30, 14)
+    before, after = before[:, 2:], after[:, 2:]  # the label columns, as macro F1 reads them
+    delta = (after - before)[np.any(after != before, axis=1)]
+    k = len(delta)
+    patterns = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(float)
+    shift = patterns @ delta
+    stat = _macro_stat(labels)
+    observed = stat(after.sum(axis=0)[None, :])[0] - stat(before.sum(axis=0)[None, :])[0]
+    diffs = stat(after.sum(axis=0) - shift) - stat(before.sum(axis=0) + shift)
+    expected = np.mean(np.isnan(diffs) | (np.abs(diffs) >= abs(observed) - 1e-12))
+    assert permutation_test(before, after, stat) == (expected, k)
+    for i in range(labels):
+        cols = [c - 2 for c in _label_columns(i, labels)]
+        sub = shift[:, cols]
+        f1_obs = _f1_stat(after[:, cols].sum(axis=0)[None, :])[0] - _f1_stat(before[:, cols].sum(axis=0)[None, :])[0]
+        f1_diffs = _f1_stat(after[:, cols].sum(axis=0) - sub) - _f1_stat(before[:, cols].sum(axis=0) + sub)
+        hits = np.isnan(f1_diffs) | (np.abs(f1_diffs) >= abs(f1_obs) - 1e-12)
+        assert permutation_test(before[:, cols], after[:, cols], _f1_stat)[0] == (1.0 if np.isnan(f1_obs)
+                                                                                 else np.mean(hits))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sampled_patterns_agree_with_the_exact_test(seed: int) -> None:
+    """Beyond 65,536 swap outcomes the test samples patterns; forced here, it stays within sampling error."""
+    before, after, labels = random_count_rows(seed, 200, 60)
+    before, after = before[:, 2:], after[:, 2:]
+    stat = _macro_stat(labels)
+    exact, k = permutation_test(before, after, stat)
+    sampled, k_sampled = permutation_test(before, after, stat, resamples=10000, seed=seed, exact_limit=0)
+    assert k == k_sampled > 16
+    assert sampled * 10001 == pytest.approx(round(sampled * 10001))  # (1 + hits) / (1 + resamples)
+    assert abs(sampled - exact) < 4 * math.sqrt(exact * (1 - exact) / 10000) + 2 / 10001
+    assert permutation_test(before, after, stat, resamples=10000, seed=seed, exact_limit=0) == (sampled, k)
+    counts_b, counts_a = count_columns(40, 25)
+    sampled, _ = permutation_test(counts_b, counts_a, lambda c: c[:, 0], resamples=10000, seed=seed, exact_limit=0)
+    exact = mcnemar_exact(40, 25)
+    assert abs(sampled - exact) < 4 * math.sqrt(exact * (1 - exact) / 10000) + 2 / 10001
+    counts_b, counts_a = count_columns(1001, 0)  # more than 1,000 discordant pairs: sampled as well
+    assert permutation_test(counts_b, counts_a, lambda c: c[:, 0], resamples=500, seed=seed) == (1 / 501, 1001)
+
+
+def test_compare_accuracy_and_pass_rate_are_exact_mcnemar_at_any_size() -> None:
+    rng = np.random.default_rng(9)
+    base = [case(i, e, c) for i, (e, c) in enumerate(random_cases(9, 300, flip=0.3))]
+    cur = [case(i, e, c) for i, (e, c) in enumerate(random_cases(10, 300, flip=0.3))]
+    for c in cur:  # pass rate with its own flips: passed no longer follows correct
+        c["passed"] = bool(c["correct"]) and rng.random() < 0.8
+    result = compare(make_baseline(report(base)), report(cur), metrics=("accuracy", "pass_rate"))
+    for change, key in zip(result.changes, ("correct", "passed"), strict=True):
+        worse = sum(bool(b[key]) and not a[key] for b, a in zip(base, cur, strict=True))
+        better = sum(not b[key] and bool(a[key]) for b, a in zip(base, cur, strict=True))
+        assert worse + better > 16 and change.discordant == worse + better
+        assert change.p_value == pytest.approx(binomtest(min(worse, better), worse + better, 0.5).pvalue, rel=1e-12)
+
+
+def swap_reference(base: list[dict[str, Any]], cur: list[dict[str, Any]], metric: str) -> float:
+    """p of the swap test by brute force: swap whole cases, recompute with model_metrics."""
+    def value(cases: list[dict[str, Any]]) -> float:
+        m = model_metrics(cases)
+        if metric == "macro_f1":
+            return float(m["macro_f1"])
+        tool = m["tools"].get(metric[3:-1])
+        return math.nan if tool is None or tool["f1"] is None else float(tool["f1"])
+
+    changed = [i for i, (b, a) in enumerate(zip(base, cur, strict=True)) if (b["expected_label"], b["called_label"])
+               != (a["expected_label"], a["called_label"])]
+    observed = value(cur) - value(base)
+    if math.isnan(observed):
+        return 1.0
+    hits = 0
+    for pattern in itertools.product([False, True], repeat=len(changed)):
+        swap = {i for i, s in zip(changed, pattern, strict=True) if s}
+        before = [cur[i] if i in swap else base[i] for i in range(len(base))]
+        after = [base[i] if i in swap else cur[i] for i in range(len(base))]
+        diff = value(after) - value(before)
+        hits += math.isnan(diff) or abs(diff) >= abs(observed) - 1e-12
+    return hits / (1 << len(changed))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_permutation_test_of_f1_equals_swapping_cases(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pool = ["list_issues", "search_issues", "get_me", NONE]
+    base = [case(i, e, c) for i, (e, c) in enumerate(random_cases(seed, 14, labels=4, flip=0.3))]
+    cur = [dict(c) for c in base]
+    for i in rng.choice(14, size=7, replace=False):
+        called = str(rng.choice([*pool, "only_called"]))
+        cur[i] = case(int(i), base[i]["expected_label"], called)
+    result = compare(make_baseline(report(base)), report(cur), metrics=("macro_f1", "tool_f1"), resamples=500)
+    assert len(result.changes) > 3
+    for change in result.changes:
+        assert change.p_value == pytest.approx(swap_reference(base, cur, change.metric), abs=1e-12), change.metric
+
+
+def test_swap_patterns_with_an_undefined_metric_count_as_extreme() -> None:
+    # label columns (tp, support, predicted); pair A: newly expected and missed, pair B: right -> no longer there
+    before = np.array([[0, 0, 0], [1, 1, 1]], dtype=float)
+    after = np.array([[0, 1, 0], [0, 0, 0]], dtype=float)
+    # observed f1 1 -> 0; swapping only A or only B leaves one side with no support and no calls
+    assert permutation_test(before, after, _f1_stat) == (1.0, 2)
+    assert permutation_test(before[:1], after[:1], _f1_stat) == (1.0, 1)  # undefined before: p = 1
+
+
+def test_a_tools_test_reads_only_the_cases_that_concern_it() -> None:
+    baseline, current = tool_runs(10, 8)
+    alone = by_metric(compare(baseline, current, metrics=("tool_f1",)))["f1[git_status]"]
+    expected = ["git_status"] * 10 + OTHERS  # and now the four git_log cases call git_commit as well
+    noisy = report([case(i, e, "git_diff" if i < 8 else "git_commit" if e == "git_log" else e)
+                    for i, e in enumerate(expected)])
+    changes = by_metric(compare(baseline, noisy, metrics=("macro_f1", "tool_f1")))
+    assert (changes["f1[git_status]"].p_value, changes["f1[git_status]"].discordant) == (alone.p_value, 8)
+    assert changes["f1[git_log]"].discordant == changes["f1[git_commit]"].discordant == 4
+    assert changes["f1[git_diff]"].discordant == 8 and changes["f1[(none)]"].discordant == 0
+    assert changes["macro_f1"].discordant == 12
+
+
+def test_null_hypothesis_rejections_stay_within_the_level() -> None:
+    """Both runs drawn from one distribution: the swap test rejects at most about 5% of the time."""
+    rng = np.random.default_rng(11)
+    pool = ["a", "b", "c", NONE]
+    rejected = {"macro_f1": 0, "f1": 0}
+    tested = {"macro_f1": 0, "f1": 0}
+    for sim in range(200):
+        expected = [str(e) for e in rng.choice(pool, size=30)]
+
+        def run(expected: list[str] = expected) -> list[dict[str, Any]]:
+            return [case(i, e, e if rng.random() < 0.6 else str(rng.choice(pool))) for i, e in enumerate(expected)]
+
+        result = compare(make_baseline(report(run())), report(run()), metrics=("macro_f1", "tool_f1"),
+                         resamples=200, seed=sim)
+        for c in result.changes:
+            if c.diff is not None:
+                key = "macro_f1" if c.metric == "macro_f1" else "f1"
+                tested[key] += 1
+                rejected[key] += c.significant
+    for key in tested:
+        share = rejected[key] / tested[key]
+        assert share <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / tested[key]), (key, rejected[key], tested[key])
+
+
+# ------------------------------------------------------------------------------------------ p-values
+
+
+def test_format_p() -> None:
+    assert format_p(1.0) == "1.0000"
+    assert format_p(0.03125) == "0.0312"
+    assert format_p(0.0001) == "0.0001"
+    assert format_p(0.0000999) == "< 0.0001"
+    assert format_p(2 / 2**20) == "< 0.0001"
+
+
+def test_p_values_print_the_same_in_sentences_and_markdown() -> None:
+    baseline, current = tool_runs(20, 20)
+    result = compare(baseline, current, metrics=METRICS)
+    lines = markdown(result, baseline, current).splitlines()
+    changes = by_metric(result)
+    assert "p < 0.0001" in changes["accuracy"].sentence()  # 2 / 2**20
+    assert "p = 1.0000" in changes["f1[git_log]"].sentence()
+    shown = set()
+    for c in result.changes:
+        name = c.metric if not c.metric.startswith("f1[") else f"`{c.metric[3:-1]}`"
+        (row,) = [line for line in lines if line.startswith(f"| {name} |")]
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        if c.diff is None:
+            assert cells[5] == "—"
+            continue
+        text = format_p(c.p_value)
+        shown.add(text)
+        assert cells[5] == text
+        assert re.search(rf", p (= )?{re.escape(text)}, {c.discordant} of {c.n} paired cases changed\)$", c.sentence())
+    assert {"< 0.0001", "1.0000"} <= shown
 
 
 # ------------------------------------------------------------------------------------------ macro F1
@@ -254,14 +628,13 @@ def test_bootstrap_is_deterministic_and_covers_the_observed_diff() -> None:
             assert change.ci_low < change.ci_high
 
 
-def test_bootstrap_summary() -> None:
-    assert bootstrap_summary(np.zeros(100), 0.05) == (0.0, 0.0, 1.0)
-    assert bootstrap_summary(np.full(10, np.nan), 0.05) == (None, None, 1.0)
-    diffs = np.array([-0.3] * 90 + [0.1] * 10)
-    low, high, p = bootstrap_summary(diffs, 0.05)
+def test_bootstrap_interval() -> None:
+    assert bootstrap_interval(np.zeros(100), 0.05) == (0.0, 0.0)
+    assert bootstrap_interval(np.full(10, np.nan), 0.05) == (None, None)
+    diffs = np.array([-0.3] * 90 + [0.1] * 10 + [np.nan] * 50)
+    low, high = bootstrap_interval(diffs, 0.05)
     assert low == pytest.approx(-0.3) and high == pytest.approx(0.1)
-    assert p == pytest.approx(0.2)  # 2 * share >= 0
-    assert bootstrap_summary(np.full(50, -0.1), 0.05)[2] == 0.0
+    assert bootstrap_interval(diffs, 0.05) == tuple(np.percentile(diffs[:100], [2.5, 97.5]))
 
 
 def test_large_comparison_runs() -> None:
@@ -270,9 +643,16 @@ def test_large_comparison_runs() -> None:
     expected = [str(x) for x in rng.choice(labels, size=1000)]
     base = [case(i, e, e if rng.random() < 0.8 else str(rng.choice(labels))) for i, e in enumerate(expected)]
     cur = [case(i, e, e if rng.random() < 0.8 else str(rng.choice(labels))) for i, e in enumerate(expected)]
-    result = compare(make_baseline(report(base)), report(cur), resamples=10000)
-    assert len(result.changes) == 2 + 40
+    baseline, current = make_baseline(report(base)), report(cur)
+    start = time.process_time()
+    result = compare(baseline, current, metrics=METRICS, resamples=10000)
+    cpu = time.process_time() - start
+    assert len(result.changes) == 3 + 40
     assert result.paired == {MODEL: 1000}
+    worse = sum(b["correct"] and not a["correct"] for b, a in zip(base, cur, strict=True))
+    better = sum(a["correct"] and not b["correct"] for b, a in zip(base, cur, strict=True))
+    assert result.changes[0].p_value == mcnemar_exact(worse, better) and result.changes[0].discordant > 16
+    assert cpu < 3.0  # about 0.2 s of CPU on one core; a loose guard against a slow path
 
 
 # ------------------------------------------------------------------------------------------- pairing
@@ -361,8 +741,8 @@ def test_markdown_marks_changed_descriptions_and_the_gate() -> None:
     lines = text.splitlines()
     assert lines[2].startswith("❌ **3 significant drops**")
     assert f"- {result.failures()[0]}" in lines
-    assert "| metric | before | after | change | 95% CI | p | |" in lines
-    assert "| accuracy | 0.950 | 0.800 | -0.150 | [-0.275, -0.050] | 0.0312 | 🔻 |" in lines
+    assert "| metric | before | after | change | 95% CI | p | cases changed | |" in lines
+    assert "| accuracy | 0.950 | 0.800 | -0.150 | [-0.275, -0.050] | 0.0312 | 6 | 🔻 |" in lines
     row = next(line for line in lines if "`list_issues`" in line and line.startswith("| ✏️"))
     assert row.endswith("🔻 |")
     assert not any(line.startswith("| ✏️ `get_me`") for line in lines)
@@ -388,7 +768,7 @@ def test_markdown_schema_only_change_and_other_level() -> None:
                                                                          "description": "Get the authenticated user."}}}
     result: Comparison = compare(make_baseline(before), after, level=0.1, metrics=("accuracy", "tool_f1"))
     text = markdown(result, make_baseline(before), after)
-    assert "| metric | before | after | change | 90% CI | p | |" in text
+    assert "| metric | before | after | change | 90% CI | p | cases changed | |" in text
     assert "90% CI [" in result.failures()[0]
     assert "definition of get_me changed (description unchanged" in text
     assert "description of list_issues changed" not in text
