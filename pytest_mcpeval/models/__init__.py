@@ -21,6 +21,22 @@ class ModelCallError(Exception):
     """
 
 
+def params_sent(model: ModelSpec) -> dict[str, Any]:
+    """The parameters ``model`` is called with, as builtin data without secrets: for the report.
+
+    For a litellm model, the user's parameters as given and each default the model accepts (imports
+    litellm, seconds once per process; memoised per model).  For ``local/...``, the two it reads.
+    """
+    from pytest_mcpeval.models import local
+
+    if model.target.startswith(local.PREFIX):
+        return {"min_similarity": float(model.params.get("min_similarity", local.DEFAULT_MIN_SIMILARITY)),
+                "top_k": int(model.params.get("top_k", local.DEFAULT_TOP_K))}
+    from pytest_mcpeval.models import litellm_client
+
+    return litellm_client.params_sent(model)
+
+
 def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *, retries: int = 3,
                timeout: float = 120.0, seed: int = 0) -> ModelReply:
     from pytest_mcpeval.models.local import PREFIX, LocalModelError

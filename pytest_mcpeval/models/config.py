@@ -9,6 +9,11 @@ ini keys (``[tool.pytest.ini_options]``)::
     mcp_model_params = ['claude = {"temperature": 0, "max_tokens": 1024}']
 
 A name in ``--mcp-models`` is an alias or a litellm model string; the report uses the name as given.
+
+Every model is declared with :data:`DEFAULT_PARAMS` under the user's parameters.  A default is only a
+wish: the litellm path sends it only to models that accept it (``temperature: 0`` is not sent to gpt-5
+or the o-series, which only take 1), while a parameter the user gave is sent as given.  ``params`` keeps
+the declared set (defaults included): the response-cache key hashes it, and must not need litellm.
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ SECRET_PARAM = re.compile(
 )
 
 
+def without_secrets(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` minus those that look like secrets (keys, tokens, headers): what reports may show."""
+    return {k: v for k, v in params.items() if not SECRET_PARAM.search(k)}
+
+
 class ModelConfigError(ValueError):
     """A model option or ini line that cannot be understood."""
 
@@ -34,12 +44,22 @@ class ModelSpec:
 
     name: str  # as the user wrote it; the label in reports and test ids
     target: str  # the litellm model string
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)  # declared: defaults, then the user's (they win)
+    defaults: frozenset[str] = frozenset()  # names in ``params`` that are plugin defaults, not user-given
+
+    @property
+    def user_params(self) -> dict[str, Any]:
+        """The parameters the user set (``mcp_model_params``): sent as given."""
+        return {k: v for k, v in self.params.items() if k not in self.defaults}
+
+    @property
+    def default_params(self) -> dict[str, Any]:
+        """The plugin's defaults the user did not override: sent only where the model accepts them."""
+        return {k: v for k, v in self.params.items() if k in self.defaults}
 
     def to_builtin(self) -> dict[str, Any]:
         """For reports: secrets (keys, tokens, headers) are left out, never written."""
-        params = {k: v for k, v in self.params.items() if not SECRET_PARAM.search(k)}
-        return {"name": self.name, "target": self.target, "params": params}
+        return {"name": self.name, "target": self.target, "params": without_secrets(self.params)}
 
 
 def split_names(values: list[str] | str | None) -> list[str]:
@@ -96,7 +116,7 @@ class ModelRegistry:
 
     def resolve(self, name: str) -> ModelSpec:
         target = self.aliases.get(name, name)
-        params = dict(DEFAULT_PARAMS)
-        params.update(self.params.get(target, {}))
-        params.update(self.params.get(name, {}))
-        return ModelSpec(name=name, target=target, params=params)
+        user = {**self.params.get(target, {}), **self.params.get(name, {})}
+        params = {**DEFAULT_PARAMS, **user}
+        defaults = frozenset(k for k in DEFAULT_PARAMS if k not in user)
+        return ModelSpec(name=name, target=target, params=params, defaults=defaults)

@@ -5,20 +5,32 @@ offline switches are set (unless the user set them), so litellm reads its bundle
 nothing on its own.  litellm's own environment variables (``OPENAI_API_BASE``, ``ANTHROPIC_API_KEY``,
 ...) work as documented by litellm.
 
-Retries are ours, not litellm's (its ``num_retries`` is forced to 0): rate limits (429), timeouts,
-connection errors and 5xx answers are retried with exponential backoff and full jitter, honouring a
-``Retry-After`` header; other errors (bad request, authentication, unknown model) fail at once.
+Parameters (:func:`request_params`): the user's (``mcp_model_params``) are sent as given; each plugin
+default (``temperature: 0``) is sent only if litellm says the model accepts it, so gpt-5 and the
+o-series, which take no temperature but 1, are called without it.
+
+Retries are ours, not litellm's (its ``num_retries`` is forced to 0), and only for errors that may pass
+(:func:`classify`): rate limits (429), timeouts, connection errors and 5xx answers, with exponential
+backoff and full jitter, honouring a ``Retry-After`` header.  Errors that cannot pass by waiting fail at
+once with one line saying what to change: no API key, rejected key, no permission, unknown model,
+bad request, unsupported parameter, context window exceeded, a response that cannot be decoded.
+litellm's classes and status codes alone do not tell these apart (a missing OpenAI key is an
+``InternalServerError`` with status 500), so the message text is read too.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_mcpeval.models import ModelCallError
-from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.models.config import ModelSpec, without_secrets
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -29,16 +41,202 @@ DEFAULT_TIMEOUT = 120.0
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
 RETRY_AFTER_CAP = 120.0
+DETAIL_CAP = 300  # characters of the provider's message kept in an error line
+# ours, never passed on to litellm
+CONTROL_PARAMS = frozenset({"num_retries"})
+# user parameters that can change whether a default is accepted (gpt-5.1 takes temperature 0 only with
+# reasoning_effort "none"); transport, secrets and the request body itself are left out of that check
+NOT_CHECKED = frozenset({"api_base", "api_version", "api_key", "base_url", "default_headers", "extra_headers",
+                         "timeout", "request_timeout", "max_retries", "deployment_id", "organization", "tools",
+                         "tool_choice", "functions", "function_call", "stream", "stream_options", "user"})
+# exception classes worth a retry when they carry no HTTP status
 TRANSIENT = ("RateLimitError", "Timeout", "APIConnectionError", "InternalServerError", "ServiceUnavailableError",
              "APIError", "BadGatewayError")
+# the key never left this machine: litellm or the provider's SDK refused to call without one
+MISSING_KEY = re.compile(
+    r"missing[\w ]{0,30}?(credentials|api[ _-]?key)|api_key client option must be set"
+    r"|didn't provide an api key|no api[ _-]?key (is |was )?(set|provided|found)",
+    re.IGNORECASE,
+)
+# the server answered 2xx, but with something that is not a chat completion: the same again next time
+UNDECODABLE = re.compile(
+    r"Received response - <APIResponse \[2\d\d|codec can't decode|Empty or invalid response from LLM endpoint"
+    r"|response with no 'choices'",
+)
+NO_PROVIDER = "LLM Provider NOT provided"
+# "litellm.RateLimitError: RateLimitError: OpenAIException - slow down" -> "slow down"
+_PREFIX = re.compile(
+    r"^(?:(?:litellm\.)?\w*(?:Error|Exception|Timeout)(?: Error)?:\s*|\w+(?:Exception|Error)(?: \w+)? - )+"
+)
 
 
-def _is_transient(exc: Exception) -> bool:
+# -- parameters -----------------------------------------------------------------------------------
+
+_sent: dict[str, dict[str, Any]] = {}
+_sent_lock = threading.Lock()
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _accepted(model: ModelSpec, name: str, value: Any) -> bool:
+    """Whether litellm would send the default ``name=value`` to ``model`` along with the user's params."""
+    import litellm
+    from litellm.exceptions import UnsupportedParamsError
+    from litellm.utils import get_optional_params
+
+    litellm.suppress_debug_info = True  # no "Provider List: ..." banner on stdout for an unknown provider
+    user = model.user_params
+    try:
+        base_model, provider, _, _ = litellm.get_llm_provider(
+            model.target, custom_llm_provider=user.get("custom_llm_provider"), api_base=user.get("api_base")
+        )
+    except Exception:  # litellm cannot place the model: the call will say why, the default changes nothing
+        return True
+    known = set(getattr(litellm, "OPENAI_CHAT_COMPLETION_PARAMS", ())) - NOT_CHECKED
+    context = {k: v for k, v in user.items() if k in known and k != name}
+
+    def verdict(extra: dict[str, Any]) -> bool | None:
+        try:
+            get_optional_params(model=base_model, custom_llm_provider=provider, **extra)
+        except UnsupportedParamsError:
+            return False
+        except Exception:  # an unexpected failure of the check: send the default, as the user declared it
+            return None
+        return True
+
+    if context and verdict(context) is False:
+        context = {}  # a parameter of the user's own is rejected (the call will say so): judge the default alone
+    return verdict({**context, name: value}) is not False
+
+
+def request_params(model: ModelSpec) -> dict[str, Any]:
+    """The parameters :func:`complete` passes to litellm for ``model``, secrets included.
+
+    The user's parameters as given, and each default the model accepts; never ``num_retries`` (ours).
+    Memoised per model (the check asks litellm's parameter mapping, offline, a few ms the first time).
+    """
+    memo = _canonical([model.target, model.params, sorted(model.defaults)])
+    with _sent_lock:
+        found = _sent.get(memo)
+    if found is None:
+        found = {
+            k: v for k, v in model.params.items()
+            if k not in CONTROL_PARAMS and (k not in model.defaults or _accepted(model, k, v))
+        }
+        with _sent_lock:
+            _sent[memo] = found
+    return dict(found)
+
+
+def params_sent(model: ModelSpec) -> dict[str, Any]:
+    """What the report may show of :func:`request_params`: builtin JSON data, secrets left out."""
+    data: dict[str, Any] = json.loads(json.dumps(without_secrets(request_params(model)), default=str))
+    return data
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Failure:
+    """How one failed attempt is handled: retried or not, and the line that explains it."""
+
+    retry: bool
+    message: str
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= DETAIL_CAP else text[: DETAIL_CAP - 1] + "…"
+
+
+def _detail(exc: Exception, cap: bool = True) -> str:
+    """The provider's message, on one line, without litellm's class-name prefixes."""
+    text = " ".join(str(exc).split("\n", 1)[0].split())
+    text = _PREFIX.sub("", text).strip() or type(exc).__name__
+    return _cap(text) if cap else text
+
+
+def _missing_keys(model: ModelSpec) -> list[str]:
+    """The environment variables litellm would read the model's credentials from and finds unset."""
+    import litellm
+
+    user = model.user_params
+    try:
+        found = litellm.validate_environment(model=model.target, api_key=user.get("api_key"),
+                                             api_base=user.get("api_base"), api_version=user.get("api_version"))
+    except Exception:
+        return []
+    return [str(name) for name in found.get("missing_keys") or []]
+
+
+def _no_key(model: ModelSpec, detail: str) -> str:
+    names = _missing_keys(model)
+    if not names:
+        return f"no API key: {detail} (set the provider's key variable, or api_key in mcp_model_params)"
+    if len(names) == 1:
+        return f"no API key: set {names[0]} (or api_key in mcp_model_params)"
+    if all("API_KEY" in n for n in names):  # alternatives, such as GEMINI_API_KEY or GOOGLE_API_KEY
+        return f"no API key: set {' or '.join(names)} (or api_key in mcp_model_params)"
+    # all needed, such as Azure's key, base and version
+    variables = ", ".join(names[:-1]) + " and " + names[-1]
+    return f"no credentials: set {variables} (or the matching api_key, api_base, ... in mcp_model_params)"
+
+
+def _unsupported(model: ModelSpec, detail: str) -> str:
+    detail = _cap(re.split(r"\.?\s+To drop ", detail, maxsplit=1)[0])  # litellm's own advice is replaced
+    named = sorted(k for k in model.params if re.search(rf"\b{re.escape(k)}\b", detail))
+    user = [k for k in named if k not in model.defaults]
+    if user or not named:
+        which = f" {', '.join(user)} (from mcp_model_params)" if user else ""
+        return (f"unsupported parameter{which}: {detail}; remove it from mcp_model_params "
+                'or add "drop_params": true to have litellm drop it')
+    return (f"unsupported default parameter {', '.join(named)}: {detail}; set a value the model accepts "
+            "in mcp_model_params")
+
+
+def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> Failure:
+    """Whether a failed attempt may pass if tried again, and the line that says what happened."""
+    name = type(exc).__name__
+    detail = _detail(exc)
+    text = str(exc)
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
-        return status == 429 or status == 408 or status >= 500
-    return type(exc).__name__ in TRANSIENT
+    status = status if isinstance(status, int) else None
+    if MISSING_KEY.search(text):
+        return Failure(False, _no_key(model, detail))
+    if name == "UnsupportedParamsError":
+        return Failure(False, _unsupported(model, _detail(exc, cap=False)))
+    if name == "ContextWindowExceededError":
+        return Failure(False, f"the request does not fit the model's context window: {detail}")
+    if NO_PROVIDER in text:
+        return Failure(False, f"litellm cannot tell the provider of {model.target!r}: write PROVIDER/MODEL "
+                              "(e.g. openai/gpt-5, anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
+    if "timed out" in text.lower():  # our own read timeout, whichever class litellm gives it (Timeout, or a 500)
+        within = f" within {timeout:g} s (--mcp-timeout)" if timeout is not None else ""
+        return Failure(True, f"Timeout: no answer{within}: {detail}")
+    if UNDECODABLE.search(text):
+        return Failure(False, f"the response could not be decoded (not UTF-8, not JSON or not a chat completion): "
+                              f"{detail}")
+    if status is None:
+        retry = name in TRANSIENT
+        return Failure(retry, f"{name}: {detail}")
+    if status == 429 or status == 408 or status >= 500:
+        return Failure(True, f"{name}: {detail}")
+    if status == 401:
+        if _missing_keys(model):
+            return Failure(False, _no_key(model, detail))
+        return Failure(False, f"authentication failed (HTTP 401): {detail}: check the API key "
+                              "(the provider's key variable, or api_key in mcp_model_params)")
+    if status == 403:
+        return Failure(False, f"permission denied (HTTP 403): {detail}: the key may not use this model")
+    if status == 404:
+        where = model.user_params.get("api_base")
+        hint = f"the model name and api_base {where}" if where else "the model name"
+        return Failure(False, f"model or endpoint not found (HTTP 404): {detail}: check {hint}")
+    return Failure(False, f"bad request (HTTP {status}): {detail}")
 
+
+# -- the call -------------------------------------------------------------------------------------
 
 def _retry_after(exc: Exception) -> float | None:
     """Seconds from a ``Retry-After`` header on the error, if the provider sent one."""
@@ -69,10 +267,9 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     import litellm
 
     litellm.suppress_debug_info = True
-    params = dict(model.params)
-    retries = int(params.pop("num_retries", retries))
-    kwargs: dict[str, Any] = {"model": model.target, "messages": messages, "timeout": timeout, **params,
-                              "num_retries": 0}
+    retries = int(model.params.get("num_retries", retries))
+    kwargs: dict[str, Any] = {"model": model.target, "messages": messages, "timeout": timeout,
+                              **request_params(model), "num_retries": 0}
     if tools:
         kwargs["tools"] = tools
     rng = random.Random(seed)  # jitter is seeded per request: runs are reproducible
@@ -84,12 +281,10 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
             response = litellm.completion(**kwargs)
             break
         except Exception as exc:  # litellm maps every provider failure onto its exception classes
-            if attempt > retries or not _is_transient(exc):
-                text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            failure = classify(exc, model, timeout)
+            if attempt > retries or not failure.retry:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
-                raise ModelCallError(
-                    f"model {model.name} ({model.target}){tries}: {type(exc).__name__}: {text}"
-                ) from None
+                raise ModelCallError(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
             time.sleep(backoff(attempt, rng, _retry_after(exc)))
     latency = time.perf_counter() - started
     try:
