@@ -2,12 +2,14 @@
 
 Both are ordinary items of the benchmark file (``file::lint``, ``file::tool-catalog``), added with
 ``--mcp-lint`` and ``--mcp-snapshots``, so they run, select (``-k lint``) and fail like any test, on
-every xdist worker layout.
+every xdist worker layout. Without ``--mcp-snapshots`` a file whose catalog snapshot exists still gets a
+skipped ``tool-catalog`` item, which is what keeps syrupy from calling that snapshot unused.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +23,10 @@ class CheckFailed(Exception):
 
 
 class CheckItem(pytest.Function):
+    """A check of a whole benchmark file (no case); reported at the file's first line."""
+
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"mcpeval {self.name}"
+        return self.path, 0, f"mcpeval {self.name}"  # a line, not None: pytest needs one to report a skip mark
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, CheckFailed | CaseError):
@@ -88,22 +92,54 @@ def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_serve
     assertion = snapshot.use_extension(JSONSnapshotExtension)
     if assertion == normalised_catalog(catalog):
         return
+    result = assertion.executions[assertion.num_executions - 1]  # syrupy's record of the comparison just made
+    if result.exception is not None:
+        raise result.exception
     server = mcpeval_runtime.server_label(ref, mcp_server)  # the fixture's server when it overrides the file's
-    diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]  # plain text
-    if diff and "does not exist" in diff[0]:
+    if result.recalled_data is None:  # syrupy found no stored snapshot
+        shown = mcpeval_runtime.shown_path(Path(result.snapshot_location))
         raise CheckFailed(
             f"no snapshot of the tool catalog of {server} yet: run `pytest --mcp-snapshots --snapshot-update` "
-            f"to record it (under __snapshots__/ next to {ref.bench.path.name}), then commit it"
+            f"to record it (in {shown}), then commit it"
         )
+    diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]  # plain text
     raise CheckFailed(f"the tool catalog of {server} changed; if that is intended, accept it with "
                       "`pytest --mcp-snapshots --snapshot-update`:\n" + "\n".join(diff))
 
 
+def catalog_snapshot(item: pytest.Item) -> Path:
+    """Where syrupy keeps the snapshot of a ``tool-catalog`` item: its JSON extension's location for the item."""
+    from syrupy.extensions.json import JSONSnapshotExtension
+    from syrupy.location import PyTestLocation
+
+    return Path(JSONSnapshotExtension.get_location(test_location=PyTestLocation(item), index=0))
+
+
+SNAPSHOT_NOT_CHECKED = "tool catalog not compared with its snapshot: that needs --mcp-snapshots"
+
+
+def _check_item(parent: pytest.File, name: str, func: Any, first_case: Any) -> CheckItem:
+    """One check item of the file, knowing the file's first case (for its benchmark and server)."""
+    item: CheckItem = CheckItem.from_parent(parent, name=name, callobj=func)
+    item.stash[CASE_KEY] = first_case
+    return item
+
+
 def check_items(parent: pytest.File, first_case: Any, lint_on: bool, snapshots_on: bool) -> list[pytest.Item]:
+    """The check items of one benchmark file; called on every run.
+
+    ``lint`` with --mcp-lint. ``tool-catalog`` with --mcp-snapshots; without it, a *skipped* ``tool-catalog``
+    when the file's catalog snapshot exists: syrupy neither reports the snapshot of a skipped test as unused
+    nor deletes it under --snapshot-update, so a run that does not check snapshots leaves them alone.
+    Without a snapshot nothing is added, so such runs count no extra item.
+    """
     items: list[pytest.Item] = []
-    for enabled, name, func in ((lint_on, "lint", lint), (snapshots_on, "tool-catalog", tool_catalog)):
-        if enabled:
-            item = CheckItem.from_parent(parent, name=name, callobj=func)
-            item.stash[CASE_KEY] = first_case
-            items.append(item)
+    if lint_on:
+        items.append(_check_item(parent, "lint", lint, first_case))
+    catalog = _check_item(parent, "tool-catalog", tool_catalog, first_case)
+    if snapshots_on:
+        items.append(catalog)
+    elif parent.config.pluginmanager.has_plugin("syrupy") and catalog_snapshot(catalog).is_file():
+        catalog.add_marker(pytest.mark.skip(reason=SNAPSHOT_NOT_CHECKED))
+        items.append(catalog)
     return items

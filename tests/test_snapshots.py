@@ -1,0 +1,168 @@
+"""Tool-catalog snapshots (``--mcp-snapshots``), and runs without that option leaving committed ones alone.
+
+The runs are in-process (``pytester.runpytest``): each needs a fresh syrupy session, which pytest
+gives every in-process run, and nothing here depends on a clean interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_project
+
+from pytest_mcpeval.models.scripted import ScriptedModelServer
+
+TOOLS: list[dict[str, Any]] = [
+    {"name": "list_issues", "description": "List issues in a repository, filtered by state and labels.",
+     "inputSchema": {"type": "object", "properties": {"repo": {"type": "string"},
+                                                      "state": {"type": "string", "enum": ["OPEN", "CLOSED"]}},
+                     "required": ["repo"]}},
+    {"name": "search_issues", "description": "Full-text search over issues.",
+     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+]
+BENCH = """server: {tools_file: tools.json}
+cases:
+  - id: list0
+    input: show the open issues of repo r0
+    expect: [{tool: list_issues}]
+"""
+SNAPSHOT = Path("__snapshots__", "bench.mcpeval", "tool-catalog.json")
+NOT_CHECKED = "*tool catalog not compared with its snapshot: that needs --mcp-snapshots*"
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """One pytest run in this process, as a user would type it."""
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+def run_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """For the known limits: syrupy keeps per-process state, so their outcome must not depend on earlier runs."""
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
+    """One benchmark file against a static tool list, with no snapshot yet."""
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": BENCH}, tools=TOOLS)
+    return pytester
+
+
+@pytest.fixture
+def recorded(project: pytest.Pytester) -> pytest.Pytester:
+    """The same project after `pytest --mcp-snapshots --snapshot-update`, as committed."""
+    assert run(project, "--mcp-snapshots", "--snapshot-update").ret == 0
+    assert (project.path / SNAPSHOT).is_file()
+    return project
+
+
+def change_description(pytester: pytest.Pytester) -> None:
+    changed = [dict(TOOLS[0], description="Search or list issues."), *TOOLS[1:]]
+    (pytester.path / "tools.json").write_text(json.dumps(changed))
+
+
+def test_tool_catalog_snapshot(project: pytest.Pytester) -> None:
+    result = run(project, "--mcp-snapshots", "-k", "tool-catalog")
+    result.stdout.fnmatch_lines(["*no snapshot of the tool catalog of tools_file: tools.json yet: run "
+                                 "`pytest --mcp-snapshots --snapshot-update` to record it "
+                                 f"(in {SNAPSHOT}), then commit it"])
+    assert result.ret == 1
+    assert run(project, "--mcp-snapshots", "--snapshot-update", "-k", "tool-catalog").ret == 0
+    assert run(project, "--mcp-snapshots", "-k", "tool-catalog").ret == 0
+    reordered = [dict(TOOLS[1]), dict(TOOLS[0], inputSchema=dict(TOOLS[0]["inputSchema"], required=["repo"]))]
+    (project.path / "tools.json").write_text(json.dumps(reordered))
+    assert run(project, "--mcp-snapshots", "-k", "tool-catalog").ret == 0  # order means nothing
+    change_description(project)
+    result = run(project, "--mcp-snapshots", "-k", "tool-catalog")
+    result.stdout.fnmatch_lines(["*the tool catalog of tools_file: tools.json changed*",
+                                 '*"description": "List issues in a repository, filtered by state and labels."*',
+                                 '*"description": "Search or list issues."*'])
+    assert result.ret == 1
+    assert run(project, "--mcp-snapshots", "--snapshot-update").ret == 0  # accepting the change
+    assert run(project, "--mcp-snapshots").ret == 0
+
+
+def test_plain_run_leaves_a_committed_snapshot_alone(recorded: pytest.Pytester, xdist_args: list[str]) -> None:
+    result = run(recorded, "-rs", *xdist_args)
+    assert result.ret == 0
+    assert "unused" not in result.stdout.str() and "--snapshot-update" not in result.stdout.str()
+    result.stdout.fnmatch_lines([NOT_CHECKED])
+    result.assert_outcomes(skipped=2)  # the case (no model) and the catalog check it did not run
+
+
+def test_snapshot_update_without_mcp_snapshots_keeps_the_snapshot(recorded: pytest.Pytester,
+                                                                  xdist_args: list[str]) -> None:
+    result = run(recorded, "--snapshot-update", *xdist_args)
+    assert result.ret == 0
+    assert "deleted" not in result.stdout.str()
+    assert (recorded.path / SNAPSHOT).is_file()
+
+
+def test_changed_description_fails_with_a_plain_diff(recorded: pytest.Pytester, xdist_args: list[str]) -> None:
+    change_description(recorded)
+    result = run(recorded, "--mcp-snapshots", *xdist_args)
+    result.stdout.fnmatch_lines([
+        "the tool catalog of tools_file: tools.json changed; if that is intended, accept it with "
+        "`pytest --mcp-snapshots --snapshot-update`:",
+        '-     "description": "List issues in a repository, filtered by state and labels.",',
+        '+     "description": "Search or list issues.",',
+    ])
+    assert "\x1b[" not in result.stdout.str()
+    assert "does not exist" not in result.stdout.str()
+    assert result.ret == 1
+
+
+def test_missing_snapshot_fails_under_xdist(project: pytest.Pytester) -> None:
+    result = run(project, "--mcp-snapshots", "-n", "2")
+    result.stdout.fnmatch_lines(["*no snapshot of the tool catalog of tools_file: tools.json yet*"])
+    assert result.ret == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["--mcp-snapshots", "-k", "not tool-catalog"],  # the check itself deselected
+    ["-k", "list0"],  # a run without the check, selecting cases only
+], ids=["mcp-snapshots", "plain"])
+def test_a_deselected_catalog_check_keeps_its_snapshot(recorded: pytest.Pytester, xdist_args: list[str],
+                                                       args: list[str]) -> None:
+    result = run(recorded, *args, *xdist_args)
+    assert result.ret == 0
+    assert "unused" not in result.stdout.str()
+    result = run(recorded, *args, "--snapshot-update", *xdist_args)
+    assert result.ret == 0
+    assert (recorded.path / SNAPSHOT).is_file()
+
+
+def test_without_a_snapshot_a_plain_run_has_no_extra_item(project: pytest.Pytester) -> None:
+    result = run(project)
+    result.assert_outcomes(skipped=1)  # only the case: nothing to protect, nothing added
+
+
+def test_without_syrupy_a_plain_run_ignores_the_snapshot(recorded: pytest.Pytester) -> None:
+    result = run(recorded, "-p", "no:syrupy")
+    assert result.ret == 0
+    result.assert_outcomes(skipped=1)
+
+
+@pytest.mark.xfail(strict=False, reason="(not strict: seen to pass inside pytester under xdist, where syrupy's "
+                                        "per-process state differs; it fails from a shell) "
+                                        "syrupy knows a snapshot's owner is kept out of collection only for .py "
+                                       "modules, so the catalog of an --ignore'd benchmark file is 'unused'")
+def test_ignored_benchmark_file_keeps_its_snapshot(recorded: pytest.Pytester) -> None:
+    (recorded.path / "other.mcpeval.yaml").write_text(BENCH)
+    assert run_subprocess(recorded, "--mcp-snapshots", "--snapshot-update").ret == 0
+    result = run_subprocess(recorded, "--ignore=other.mcpeval.yaml")
+    assert "unused" not in result.stdout.str()
+
+
+@pytest.mark.xfail(strict=False, reason="(not strict: seen to pass inside pytester under xdist, where syrupy's "
+                                        "per-process state differs; it fails from a shell) "
+                                        "syrupy matches -k against the snapshot name (`tool-catalog`), which does "
+                                       "not name the file, so a -k that deselects a file by name marks its "
+                                       "catalog unused when another file's catalog is checked")
+def test_deselecting_a_file_by_name_keeps_its_snapshot(recorded: pytest.Pytester) -> None:
+    (recorded.path / "other.mcpeval.yaml").write_text(BENCH)
+    assert run_subprocess(recorded, "--mcp-snapshots", "--snapshot-update").ret == 0
+    result = run_subprocess(recorded, "--mcp-snapshots", "-k", "not other")
+    assert "unused" not in result.stdout.str()
