@@ -1,9 +1,12 @@
 # The two quick-start commands: `make demo` and `make test`.  Both create .venv and install what they
 # need, so they work on a fresh machine; a rerun installs nothing.
 PYTHON ?= python3
-# The embedded model needs torch; a CPU build keeps the install small (a plain `torch` may pull a
-# multi-GB CUDA build).  Override with e.g. TORCH='torch --index-url <your CPU wheel index>'.
-TORCH ?= torch==2.13.0
+# The embedded model needs torch.  We install the CPU build explicitly (`+cpu`): a plain `torch` from
+# PyPI is a multi-GB CUDA build on Linux.  PyPI does not serve `+cpu` wheels: on a machine without a
+# local wheel of it (pip's find-links or an index you configured), set TORCH_INDEX to PyTorch's CPU wheel
+# index (named in PyTorch's install guide), or TORCH=torch to accept PyPI's default build.
+TORCH ?= torch==2.13.0+cpu
+TORCH_INDEX ?=
 VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := $(VENV)/.installed-local
@@ -16,7 +19,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(LOCAL): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e '.[local]'
 	touch $(LOCAL)
 
@@ -43,6 +46,8 @@ demo: $(LOCAL)
 schema: $(LOCAL)
 	$(BIN)/python -c "import json; from pytest_mcpeval.schema import json_schema; \
 	open('docs/benchmark.schema.json', 'w').write(json.dumps(json_schema(), indent=2) + '\n')"
+	$(BIN)/python -c "import json; from pytest_mcpeval.report.types import report_schema; \
+	open('docs/report.schema.json', 'w').write(json.dumps(report_schema(), indent=2) + '\n')"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.keys import CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY, TOOLS_KEY
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
     Settings,
@@ -39,8 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mcpeval", "MCP tool-use evaluation (pytest-mcpeval)")
     group.addoption(
         "--mcp-models", action="append", type=model_list, dest="mcp_models", metavar="NAMES", default=None,
-        help="comma-separated models to evaluate: litellm model strings or aliases from mcp_model_aliases "
-        "(repeatable; overrides the ini key mcp_models and the files' `models`)",
+        help="comma-separated models to evaluate: litellm model strings (openai/gpt-5, anthropic/...), aliases "
+        "from mcp_model_aliases, or the embedded offline retriever local/minilm (local/<dir> for another "
+        "sentence-transformers model); repeatable; overrides the ini key mcp_models and the files' `models`",
+    )
+    group.addoption(
+        "--mcp-tools", dest="mcp_tools", action="store_true", default=False,
+        help="list the tools of every benchmark file's server (parameters, types, required, first line of the "
+        "description) and run nothing else: no model is called",
     )
     group.addoption(
         "--mcp-report", dest="mcp_report", metavar="PATH", default=None,
@@ -126,8 +132,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--mcp-markdown", dest="mcp_markdown", metavar="PATH", default=None,
-        help="with --mcp-compare: write the pull-request summary in Markdown (with --mcp-compare it is "
-        "always appended to $GITHUB_STEP_SUMMARY when that is set)",
+        help="write the run's summary in Markdown to PATH (with --mcp-compare: the comparison with the baseline); "
+        "it is also appended to $GITHUB_STEP_SUMMARY when that is set",
     )
     parser.addini("mcp_concurrency", type="linelist", default=[],
                   help="`MODEL = N` lines: calls in flight for that model")
@@ -140,7 +146,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("mcp_model_params", type="linelist", default=[],
                   help='`NAME = {json}` lines of litellm parameters, e.g. `claude = {"temperature": 0}`')
     parser.addini("mcp_thresholds", type="linelist", default=[],
-                  help="`[MODEL:] METRIC[ [TOOL] ] >= VALUE` lines, e.g. `f1[search_issues] >= 0.8`")
+                  help="`[MODEL:] METRIC[ [TOOL] ] (>= | <=) VALUE` lines, e.g. `f1[search_issues] >= 0.8`, "
+                  "`hallucination_rate <= 0.05`")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -169,6 +176,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     lint = item.stash.get(LINT_KEY, None)
     if lint is not None and call.when == "call":
         report.mcpeval_lint = lint
+    listing = item.stash.get(TOOLS_KEY, None)
+    if listing is not None and call.when == "call":
+        report.mcpeval_tools = listing
     return report  # type: ignore[no-any-return]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY
+from pytest_mcpeval.text import plural
 
 
 class EvalSession:
@@ -23,8 +24,13 @@ class EvalSession:
         self.report: dict[str, Any] | None = None
         self.usage_errors: list[str] = []
         self.lint: list[dict[str, Any]] = []
+        self.listings: list[dict[str, Any]] = []
+        self.model_info: dict[str, dict[str, Any]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        listing = getattr(report, "mcpeval_tools", None)
+        if report.when == "call" and isinstance(listing, dict):
+            self.listings.append(listing)
         lint = getattr(report, "mcpeval_lint", None)
         if report.when == "call" and isinstance(lint, dict):
             info = lint.pop("catalog_info", None)
@@ -37,6 +43,9 @@ class EvalSession:
                 info = result.pop("catalog_info", None)
                 if info is not None:
                     self.catalogs[result["catalog"]] = info
+                model_info = result.pop("model_info", None)
+                if model_info is not None:
+                    self.model_info[result["model"]] = model_info
                 self.results.append(result)
 
     @pytest.hookimpl(optionalhook=True)
@@ -74,7 +83,8 @@ class EvalSession:
             "usage_errors": self.usage_errors,
             "thresholds": [str(t) for t in settings.thresholds],
         }
-        report["run"] = {"models": {r: settings.registry.resolve(r).to_builtin() for r in sorted(models_run)}}
+        report["run"] = {"models": {r: {**settings.registry.resolve(r).to_builtin(), **self.model_info.get(r, {})}
+                                    for r in sorted(models_run)}}
         if settings.baseline is not None and self.results:
             failures += self.compare(report, settings)
             report["gate"]["failures"] = failures
@@ -83,6 +93,10 @@ class EvalSession:
             from pytest_mcpeval.compare import make_baseline
 
             write_json(make_baseline(report), settings.save_baseline)
+        if settings.markdown_path is not None and "comparison" not in report:  # the run's own summary
+            from pytest_mcpeval.report.markdown import summary
+
+            self.write_markdown(summary(report), settings)
         self.report = report
         self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
         if settings.report_path is not None:
@@ -94,8 +108,6 @@ class EvalSession:
 
     def compare(self, report: dict[str, Any], settings: Any) -> list[str]:
         """Compare with the baseline; the drops that fail the gate (with --mcp-fail-on-drop)."""
-        import os
-
         from pytest_mcpeval.compare import compare, markdown
 
         margin = settings.fail_on_drop if settings.fail_on_drop is not None else 0.02
@@ -112,7 +124,14 @@ class EvalSession:
             "only_in_baseline": comparison.only_in_baseline,
             "only_in_current": comparison.only_in_current,
         }
-        text = markdown(comparison, settings.baseline, report)
+        self.write_markdown(markdown(comparison, settings.baseline, report), settings)
+        return comparison.failures() if settings.fail_on_drop is not None else []
+
+    @staticmethod
+    def write_markdown(text: str, settings: Any) -> None:
+        """To ``--mcp-markdown``, and appended to ``$GITHUB_STEP_SUMMARY`` when that is set."""
+        import os
+
         if settings.markdown_path is not None:
             settings.markdown_path.parent.mkdir(parents=True, exist_ok=True)
             settings.markdown_path.write_text(text, encoding="utf-8")
@@ -120,9 +139,14 @@ class EvalSession:
         if summary:
             with open(summary, "a", encoding="utf-8") as handle:
                 handle.write(text + "\n")
-        return comparison.failures() if settings.fail_on_drop is not None else []
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.listings:
+            from pytest_mcpeval.listing import listing_lines
+
+            terminalreporter.write_sep("=", "mcpeval tools")
+            for line in listing_lines(self.listings):
+                terminalreporter.write_line(line)
         if self.report is None:
             return
         gate = self.report["gate"]
@@ -139,15 +163,17 @@ class EvalSession:
         settings = self.config.stash[SETTINGS_KEY]
         corrupted = self.config.stash.get(CORRUPTED_KEY, [])
         if corrupted:
-            noun = "entry" if len(corrupted) == 1 else "entries"
-            tr.write_line(f"{len(corrupted)} cache {noun} could not be read and was called again:", yellow=True)
+            verb = "was" if len(corrupted) == 1 else "were"
+            tr.write_line(f"{plural(len(corrupted), 'cache entry', 'cache entries')} could not be read and {verb} "
+                          "called again:", yellow=True)
             for note in corrupted:
                 tr.write_line(f"  {note}")
         if settings.report_path is not None:
             tr.write_line(f"report written to {settings.report_path}")
         comparison = self.report.get("comparison")
         if comparison is not None:
-            tr.write_line(f"compared with {comparison['baseline']}: {len(comparison['flipped'])} cases flipped, "
+            tr.write_line(f"compared with {comparison['baseline']}: "
+                          f"{plural(len(comparison['flipped']), 'case')} flipped, "
                           f"{len(comparison['only_in_baseline'])} only in the baseline, "
                           f"{len(comparison['only_in_current'])} only in this run")
             for sentence in comparison["drops"]:

@@ -133,6 +133,7 @@ class Settings:
     drop_level: float = 0.05
     drop_metrics: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1")
     markdown_path: Path | None = None
+    list_tools: bool = False
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -163,7 +164,7 @@ class Settings:
         except ThresholdError as exc:
             raise pytest.UsageError(str(exc)) from None
         if opt.mcp_snapshots and not config.pluginmanager.has_plugin("syrupy"):
-            raise pytest.UsageError("--mcp-snapshots needs syrupy: pip install syrupy (or pytest-mcpeval[snapshots])")
+            raise pytest.UsageError("--mcp-snapshots needs the syrupy plugin, which this run disabled (-p no:syrupy)")
         here = Path(config.invocation_params.dir)
 
         def path(value: str | None) -> Path | None:
@@ -178,8 +179,8 @@ class Settings:
                 baseline = load_baseline(path(opt.mcp_compare) or "")
             except BaselineError as exc:
                 raise pytest.UsageError(f"--mcp-compare: {exc}") from None
-        elif opt.mcp_fail_on_drop is not None or opt.mcp_markdown:
-            raise pytest.UsageError("--mcp-fail-on-drop and --mcp-markdown need --mcp-compare=BASELINE")
+        elif opt.mcp_fail_on_drop is not None:
+            raise pytest.UsageError("--mcp-fail-on-drop needs --mcp-compare=BASELINE")
         per_model: dict[str, int] = {}
         for line in config.getini("mcp_concurrency"):
             name, sep, value = line.partition("=")
@@ -204,4 +205,4 @@ class Settings:
                    snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
-                   markdown_path=path(opt.mcp_markdown))
+                   markdown_path=path(opt.mcp_markdown), list_tools=bool(opt.mcp_tools))

@@ -1,18 +1,45 @@
 """Shared fixtures: a scripted OpenAI-compatible model server and pytester project helpers.
 
-Every integration test runs the plugin as a user would (pytester, in a subprocess so each run starts
-clean) against real components: the model is a local HTTP server reached through litellm.
+Every integration test runs the plugin as a user would (pytester, in-process unless a fresh process is
+the point) against real components: the model is a local HTTP server reached through litellm.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# pytester's in-process runs drop the modules first imported during a run, and C extensions (numpy,
+# PyYAML's loader) cannot be imported twice in one process; litellm also costs seconds to import.  So
+# everything a run may import is imported here, once per test process.  litellm is told first, as the
+# plugin tells it, to read its bundled cost map and fetch nothing.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+import jsonschema  # noqa: F401
+import litellm  # noqa: F401
+import mcp.client.stdio  # noqa: F401
+import numpy  # noqa: F401
 import pytest
+import scipy.stats  # noqa: F401
+import sklearn.feature_extraction.text
+import sklearn.metrics  # noqa: F401
+import yaml  # noqa: F401
 
+import pytest_mcpeval.checks
+import pytest_mcpeval.collect
+import pytest_mcpeval.compare
+import pytest_mcpeval.lint
+import pytest_mcpeval.listing
+import pytest_mcpeval.models.litellm_client
+import pytest_mcpeval.report.markdown
+import pytest_mcpeval.report.model
+import pytest_mcpeval.report.terminal
+import pytest_mcpeval.run.single
+import pytest_mcpeval.servers
+import pytest_mcpeval.session  # noqa: F401
 from pytest_mcpeval.models.scripted import ScriptedModelServer
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
@@ -58,9 +85,24 @@ def status(case: str, word: str, xdist_args: list[str]) -> str:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """pytest as a user runs it, in this process (fast: the plugin's imports are paid once per worker).
+
+    litellm builds pydantic schemas of its own types lazily, once per process, and pydantic warns about
+    them; in a fresh process that happens at import, here inside whichever run comes first.
+    """
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly",
+                              "-W", "ignore::UserWarning:pydantic._internal._generate_schema", *args)
+
+
+def run_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """For the tests where a fresh process is the point (imports, signals, environment)."""
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 def read_report(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
+    """A report the run wrote, checked against the published schema (docs/report.schema.json)."""
+    from pytest_mcpeval.report.types import validate_report
+
     data: dict[str, Any] = json.loads((pytester.path / name).read_text())
+    validate_report(data)
     return data

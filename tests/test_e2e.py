@@ -109,6 +109,8 @@ def test_pass_miss_and_report(project: pytest.Pytester, model_server: ScriptedMo
         assert len(request["tools"]) == 117
         assert request["tools"][0]["type"] == "function"
         assert request["temperature"] == 0
+    # the report says what was sent: defaults the model accepts, no secret
+    assert report["run"]["models"]["fake"]["params_sent"] == {"api_base": model_server.api_base, "temperature": 0}
 
 
 def test_report_is_identical_with_and_without_xdist(project: pytest.Pytester) -> None:
@@ -272,6 +274,13 @@ def test_schema_doc_is_current() -> None:
 
     path = Path(__file__).parents[1] / "docs" / "benchmark.schema.json"
     assert json.loads(path.read_text()) == json_schema(), "run `make schema` to refresh docs/benchmark.schema.json"
+
+
+def test_report_schema_doc_is_current() -> None:
+    from pytest_mcpeval.report.types import report_schema
+
+    path = Path(__file__).parents[1] / "docs" / "report.schema.json"
+    assert json.loads(path.read_text()) == report_schema(), "run `make schema` to refresh docs/report.schema.json"
 
 
 def test_hooks_extend_results_and_see_the_report(project: pytest.Pytester, xdist_args: list[str]) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GITHUB_TOOLS, read_report, run
+from conftest import GITHUB_TOOLS, read_report
+from conftest import run_subprocess as run  # torch cannot be imported twice in one process
 
 from pytest_mcpeval.scoring.case import Expectation
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics, retrieval_ranks

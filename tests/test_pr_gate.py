@@ -50,7 +50,7 @@ def test_description_change_that_flips_cases_fails_the_gate(pytester: pytest.Pyt
     result.stdout.fnmatch_lines([
         "compared with *base.json: 6 cases flipped, 0 only in the baseline, 0 only in this run",
         "GATE FAILED model fake: accuracy dropped 1.000 -> 0.500 (-0.500, 95% CI [[]*[]], p = 0.0312, "
-        "n = 12 paired cases)",
+        "6 of 12 paired cases changed)",
     ])
     assert result.ret == 1
     markdown = (pytester.path / "pr.md").read_text()
@@ -69,7 +69,7 @@ def test_a_small_random_drop_is_not_significant(pytester: pytest.Pytester,
     model_server.call("show the open issues of repo r3", "search_issues", query="r3")
     result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-fail-on-drop=0.02",
                  "--mcp-report=report.json", "--mcp-record=off")  # a fresh answer, not the recorded one
-    result.stdout.fnmatch_lines(["compared with *: 1 cases flipped*"])
+    result.stdout.fnmatch_lines(["compared with *: 1 case flipped*"])
     assert "GATE FAILED" not in result.stdout.str()
     assert result.ret == 0
     accuracy = next(c for c in read_report(pytester)["comparison"]["changes"] if c["metric"] == "accuracy")
@@ -91,27 +91,7 @@ def test_bad_baseline_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--mcp-compare: *"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = run(pytester, "--mcp-fail-on-drop=0.02")
-    result.stderr.fnmatch_lines(["*--mcp-fail-on-drop and --mcp-markdown need --mcp-compare=BASELINE"])
-
-
-def test_tool_catalog_snapshot(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
-    project(pytester, model_server, 1, TOOLS)
-    result = run(pytester, "--mcp-snapshots", "-k", "tool-catalog")
-    result.stdout.fnmatch_lines(["*no snapshot of the tool catalog of tools_file: tools.json yet: run "
-                                 "`pytest --mcp-snapshots --snapshot-update` to record it*"])
-    assert result.ret == 1
-    assert run(pytester, "--mcp-snapshots", "--snapshot-update", "-k", "tool-catalog").ret == 0
-    assert run(pytester, "--mcp-snapshots", "-k", "tool-catalog").ret == 0
-    reordered = [dict(TOOLS[1]), dict(TOOLS[0], inputSchema=dict(TOOLS[0]["inputSchema"], required=["repo"]))]
-    (pytester.path / "tools.json").write_text(json.dumps(reordered))
-    assert run(pytester, "--mcp-snapshots", "-k", "tool-catalog").ret == 0  # order means nothing
-    changed = [dict(TOOLS[0], description="Search or list issues."), *TOOLS[1:]]
-    (pytester.path / "tools.json").write_text(json.dumps(changed))
-    result = run(pytester, "--mcp-snapshots", "-k", "tool-catalog")
-    result.stdout.fnmatch_lines(["*the tool catalog of tools_file: tools.json changed*",
-                                 '*"description": "List issues in a repository, filtered by state and labels."*',
-                                 '*"description": "Search or list issues."*'])
-    assert result.ret == 1
+    result.stderr.fnmatch_lines(["*--mcp-fail-on-drop needs --mcp-compare=BASELINE"])
 
 
 LINT_BENCH = """server: {tools_file: tools.json}
@@ -144,7 +124,7 @@ def test_lint_item_finds_each_kind(pytester: pytest.Pytester, model_server: Scri
         "bench.mcpeval.yaml:13: case `bad`: expect[[]0[]].args.labelz: *",
     ])
     result.stdout.fnmatch_lines(["*case `missing`*required argument `query` of `search_issues`*"])
-    result.stdout.fnmatch_lines(["lint bench.mcpeval.yaml: 4 problems, * confusable pairs"])
+    result.stdout.fnmatch_lines(["lint bench.mcpeval.yaml: 4 problems, * confusable pair*"])
     assert result.ret == 1
 
 

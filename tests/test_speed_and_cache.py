@@ -130,7 +130,8 @@ def test_exhausted_retries_are_an_error_not_a_miss(project: pytest.Pytester,
 def test_timeout(project: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     model_server.script("q question 0", {"tool_calls": [{"name": "get_me", "arguments": {}}], "delay": 3})
     result = run(project, "--mcp-models=fake", "--mcp-timeout=0.5", "--mcp-retries=0", "bench.mcpeval.yaml::q0[fake]")
-    result.stdout.fnmatch_lines(["*q0[[]fake[]]: model fake (openai/fake): *Timeout*", "*1 error*"])
+    result.stdout.fnmatch_lines(["*q0[[]fake[]]: model fake (openai/fake): Timeout: no answer within 0.5 s "
+                                 "(--mcp-timeout)*", "*1 error*"])
 
 
 def test_repeats_give_pass_k_and_flaky_cases(project: pytest.Pytester, model_server: ScriptedModelServer) -> None:

@@ -16,6 +16,7 @@ from pytest_mcpeval.scoring.repeats import repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
 
 REPORT_VERSION = 1
+_TRANSPORT = ("catalog_info", "model_info")  # once-per-process data riding on a result, not part of the case
 
 
 def _case_order(case: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -31,7 +32,7 @@ def build_report(
     run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     cases = sorted(
-        ({k: v for k, v in r.items() if k != "catalog_info"} if "catalog_info" in r else dict(r) for r in results),
+        ({k: v for k, v in r.items() if k not in _TRANSPORT} for r in results),
         key=_case_order,
     )
     by_model: dict[str, list[dict[str, Any]]] = {}

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pytest_mcpeval.text import plural
+
 MAX_MISSES = 20
 WORST_TOOLS = 5
 
@@ -23,11 +25,16 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _checked(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Expected arguments without the ones marked ``{ignore: true}``: nothing is expected of those."""
+    return {k: v for k, v in args.items() if not (isinstance(v, Mapping) and "ignore" in v)}
+
+
 def miss_lines(case: Mapping[str, Any]) -> list[str]:
     """A readable expected-vs-called diff for one case."""
     lines = [f"{case['file']}:{case.get('line', 0)}::{case['id']}[{case['model']}]  {case.get('diagnosis')}"]
     for e in case.get("expected") or [{"tool": "(none)"}]:
-        lines.append(f"  - expected {e['tool']}" + (f" {_short(e['args'])}" if "args" in e else ""))
+        lines.append(f"  - expected {e['tool']}" + (f" {_short(_checked(e['args']))}" if "args" in e else ""))
     for c in case.get("called") or [{"tool": "(none)"}]:
         shown = _short(c["args"]) if c.get("args") is not None else (f"{c.get('raw', '')!r}" if "raw" in c else "")
         lines.append(f"  + called   {c['tool']} {shown}".rstrip())
@@ -47,7 +54,7 @@ def lint_lines(report: Mapping[str, Any], top: int = 10) -> Iterator[str]:
     """Per linted file: its problems count and the tools that read most alike (with observed confusions)."""
     for file, entry in (report.get("lint") or {}).items():
         pairs = entry["confusable"]
-        yield f"lint {file}: {len(entry['problems'])} problems, {len(pairs)} confusable pairs"
+        yield f"lint {file}: {plural(len(entry['problems']), 'problem')}, {plural(len(pairs), 'confusable pair')}"
         confused = [p for p in pairs if p["confused"]]
         shown = pairs[:top] + [p for p in confused if p not in pairs[:top]]
         for pair in shown:
@@ -63,7 +70,7 @@ def summary_lines(report: Mapping[str, Any], verbose: int = 0) -> Iterator[str]:
                f"(heaviest: {names})")
     for name, m in report["models"].items():
         yield (
-            f"{name}: {m['scored']} scored, {m['errors']} errors | accuracy {_pct(m['accuracy'])} | "
+            f"{name}: {m['scored']} scored, {plural(m['errors'], 'error')} | accuracy {_pct(m['accuracy'])} | "
             f"macro F1 {_num(m['macro_f1'])} | passed {_pct(m['pass_rate'])}"
         )
         a = m["arguments"]

@@ -78,6 +78,7 @@ class Runtime:
         self.dispatcher = dispatcher
         self.repeats = repeats
         self._reported_catalogs: set[str] = set()
+        self._reported_models: set[str] = set()
         self._prefetched: set[str] = set()
         self._shown_paths: dict[Path, str] = {}
         self._units: dict[tuple[int, str, int], Unit] = {}
@@ -171,6 +172,11 @@ class Runtime:
         result.update(score_case(expects, calls, catalog, fills_arguments=reply.fills_arguments))
         if reply.ranking is not None:
             result["retrieval"] = retrieval_ranks(expects, reply.ranking, reply.top_k)
+        if ref.model.name not in self._reported_models:  # once per process, like catalog_info
+            from pytest_mcpeval.models import params_sent
+
+            self._reported_models.add(ref.model.name)
+            result["model_info"] = {"params_sent": params_sent(ref.model)}
         result["content"] = reply.content
         result["usage"] = {
             **reply.usage,

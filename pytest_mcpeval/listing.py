@@ -1,0 +1,99 @@
+"""``pytest --mcp-tools``: what each benchmark file's server publishes, before any case is written.
+
+Like ``--fixtures`` and ``--markers``, it answers "what can I use here?".  With the option, a
+benchmark file collects one ``tools`` item instead of its cases: it connects to the file's server (or
+the ``mcp_server`` fixture's) through the same code path as an evaluation, and lists every tool with
+its parameters and the first line of its description.  No model is called.  The listing rides on the
+test report as plain data (so ``-n 2`` works) and the controller prints it in the terminal summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.keys import CASE_KEY, TOOLS_KEY
+
+MAX_LINE = 110
+
+
+def _type_of(schema: Any) -> str:
+    """A short rendering of a JSON Schema's type: ``string``, ``integer[]``, ``"a"|"b"``, ``string|null``."""
+    if not isinstance(schema, Mapping):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        shown = [repr(v) if not isinstance(v, str) else f'"{v}"' for v in schema["enum"][:6]]
+        return "|".join(shown) + ("|…" if len(schema["enum"]) > 6 else "")
+    if "const" in schema:
+        return f"const {schema['const']!r}"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        return f"{_type_of(schema.get('items'))}[]"
+    if isinstance(kind, str):
+        return kind
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            return "|".join(_type_of(o) for o in options)
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    return "any"
+
+
+def first_line(text: str | None, limit: int = MAX_LINE) -> str:
+    line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def describe_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain data for one tool: name, parameters (name, type, required) and the description's first line."""
+    schema = tool.get("inputSchema")
+    schema = schema if isinstance(schema, Mapping) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    required = schema.get("required")
+    required = {str(r) for r in required} if isinstance(required, list) else set()
+    params = [
+        {"name": str(name), "type": _type_of(spec), "required": str(name) in required}
+        for name, spec in props.items()
+    ]
+    params.sort(key=lambda p: (not p["required"], p["name"]))  # required first, then by name
+    description = tool.get("description") or tool.get("title") or ""
+    return {"name": str(tool.get("name")), "params": params, "description": first_line(str(description))}
+
+
+def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
+    """The body of a file's ``tools`` item: connect, list, keep the listing for the controller."""
+    from pytest_mcpeval.checks import CheckFailed
+    from pytest_mcpeval.run.single import CaseError
+    from pytest_mcpeval.servers import ServerError
+
+    ref = request.node.stash[CASE_KEY]
+    try:
+        catalog = mcpeval_runtime.catalog(ref, mcp_server)
+    except (ServerError, CaseError) as exc:
+        raise CheckFailed(str(exc)) from None
+    request.node.stash[TOOLS_KEY] = {
+        "file": mcpeval_runtime.shown_path(ref.bench.path),
+        "server": mcpeval_runtime.server_label(ref, mcp_server),
+        "tools": [describe_tool(t) for t in catalog.tools],
+    }
+
+
+def listing_lines(listings: list[dict[str, Any]]) -> Iterator[str]:
+    """The terminal rendering: per file its server, then per tool a signature line and a description line."""
+    for entry in sorted(listings, key=lambda e: e["file"]):
+        tools = entry["tools"]
+        yield f"{entry['file']}: {entry['server']}, {len(tools)} tool{'s' if len(tools) != 1 else ''}"
+        for tool in tools:
+            params = ", ".join(f"{p['name']}{'*' if p['required'] else ''}: {p['type']}" for p in tool["params"])
+            yield f"  {tool['name']}({params})"
+            if tool["description"]:
+                yield f"      {tool['description']}"
+        yield ""
+    if listings:
+        yield "(* = required parameter)"

@@ -1,0 +1,385 @@
+"""The typed data model of everything the plugin records: a case result, a model's metrics, the report,
+the baseline, lint findings.  docs/report.md explains each field; ``docs/report.schema.json`` is generated
+from :class:`Report` (``make schema``) and every report the test suite writes is validated against it.
+
+Why TypedDicts rather than pydantic models: the data *is* plain builtin dicts at every step — it crosses
+the xdist channel on test reports, is handed to users' ``pytest_mcpeval_*`` hooks and is written with
+``json.dump`` — so a TypedDict types it at no cost and no conversion, while mypy checks every key that
+is read or written.  pydantic still does what it is good at: :func:`report_schema` builds the JSON Schema
+from these same classes, and :func:`validate_report` checks a report against them.
+
+Report format version 1: fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from typing import (
+    Any,
+    Literal,
+    NotRequired,  # pydantic needs these on Python < 3.12
+)
+
+from typing_extensions import TypedDict
+
+REPORT_VERSION = 1
+
+JSON = Any  # a JSON value (expected argument values, tool arguments): any of dict, list, str, number, bool, null
+
+
+# ----------------------------------------------------------------------------------------------- cases
+
+
+class ExpectedView(TypedDict):
+    """An expected call as the report shows it: matchers rendered as objects."""
+
+    tool: str
+    args: NotRequired[dict[str, JSON]]
+
+
+class CalledTool(TypedDict):
+    """A call the model made. ``args`` is ``None`` (with ``raw`` and ``malformed``) when unusable; a
+    retriever's call has ``tool`` alone."""
+
+    tool: str
+    args: NotRequired[dict[str, JSON] | None]
+    raw: NotRequired[str]
+    malformed: NotRequired[str]
+
+
+class Mismatch(TypedDict):
+    name: str
+    expected: JSON
+    got: JSON
+
+
+class ArgumentCheck(TypedDict):
+    """The argument check of one call against its expectation."""
+
+    malformed: str | None
+    hallucinated: list[str]
+    missing_required: list[str]
+    missing_expected: list[str]
+    unexpected: list[str]
+    mismatched: list[Mismatch]
+    hallucination: bool
+    all_required: bool
+    all_expected: bool | None
+    exact: bool | None
+
+
+class CaseUsage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    cached: bool
+    attempts: int
+
+
+class RankInfo(TypedDict):
+    rank: int | None
+    score: float | None
+    outranked_by: list[str]
+
+
+class CaseRetrieval(TypedDict):
+    tools: int
+    top: list[tuple[str, float]]
+    expected: dict[str, RankInfo]
+
+
+class Score(TypedDict):
+    """What scoring adds to a case (``None`` everywhere for an error)."""
+
+    expected: list[ExpectedView]
+    expected_label: str | None
+    called: list[CalledTool]
+    called_label: str | None
+    correct: bool | None
+    passed: bool | None
+    arguments: ArgumentCheck | None
+    diagnosis: str | None
+
+
+class CaseResult(Score):
+    """One case x model x repeat.  Crosses xdist as it is; users' hooks may add keys."""
+
+    file: str
+    line: int
+    id: str
+    model: str
+    repeat: int
+    tags: list[str]
+    error: str | None
+    catalog: NotRequired[str]
+    content: NotRequired[str | None]
+    usage: NotRequired[CaseUsage]
+    latency_s: NotRequired[float]
+    retrieval: NotRequired[CaseRetrieval]
+
+
+# ---------------------------------------------------------------------------------------------- models
+
+
+class ArgumentRates(TypedDict):
+    evaluated: int
+    hallucination_rate: float | None
+    all_expected_rate: float | None
+    all_required_rate: float | None
+    exact_match_rate: float | None
+    applicable: NotRequired[bool]
+
+
+class ToolMetrics(TypedDict):
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int
+    predicted: int
+    arguments: ArgumentRates
+
+
+class Confusion(TypedDict):
+    labels: list[str]
+    matrix: list[list[int]]
+
+
+class ConfusedPair(TypedDict):
+    expected: str
+    called: str
+    count: int
+
+
+class RetrievalTool(TypedDict):
+    cases: int
+    mean_rank: float | None
+    recall_at_5: float
+    outside_top_5: list[str]
+    outranked_by: dict[str, int]
+
+
+class RetrievalMetrics(TypedDict):
+    cases: int
+    recall_at: dict[str, float | None]
+    mrr: float | None
+    k: int
+    tools: dict[str, RetrievalTool]
+
+
+class RepeatMetrics(TypedDict):
+    runs: int
+    pass_at_k: dict[str, float | None]
+    pass_hat_k: dict[str, float | None]
+    flaky: list[str]
+    successes: dict[str, tuple[int, int]]
+
+
+class Latency(TypedDict):
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+class UsageMetrics(TypedDict):
+    calls: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    priced_calls: int
+    retries: int
+    latency_s: Latency
+
+
+class SelectionMetrics(TypedDict):
+    """Single-call tool selection as classification (scoring.metrics)."""
+
+    cases: int
+    scored: int
+    errors: int
+    accuracy: float | None
+    pass_rate: float | None
+    macro_f1: float | None
+    weighted_f1: float | None
+    tools: dict[str, ToolMetrics]
+    confusion: Confusion
+    confused_pairs: list[ConfusedPair]
+    arguments: ArgumentRates
+    diagnoses: dict[str, int]
+
+
+class ModelMetrics(SelectionMetrics):
+    untested_tools: list[str]
+    retrieval: RetrievalMetrics | None
+    repeats: RepeatMetrics
+    usage: UsageMetrics
+
+
+# ------------------------------------------------------------------------------------ catalogs and run
+
+
+class ToolInfo(TypedDict):
+    hash: str
+    description: str
+    tokens: int
+
+
+class CatalogInfo(TypedDict):
+    server: str
+    tools: dict[str, ToolInfo]
+    tokens: int
+
+
+class ModelRun(TypedDict):
+    name: str
+    target: str
+    params: dict[str, JSON]
+    params_sent: NotRequired[dict[str, JSON]]
+
+
+class RunInfo(TypedDict, total=False):
+    models: dict[str, ModelRun]
+    interrupted: bool
+
+
+class Gate(TypedDict):
+    passed: bool
+    failures: list[str]
+    usage_errors: NotRequired[list[str]]
+    thresholds: list[str]
+
+
+# ------------------------------------------------------------------------------------------------ lint
+
+
+class LintProblemView(TypedDict):
+    line: int | None
+    case: str
+    field: str
+    kind: str
+    message: str
+
+
+class LintResult(TypedDict):
+    """What one file's ``lint`` item found (crosses xdist on the test report)."""
+
+    file: str
+    catalog: str
+    problems: list[LintProblemView]
+    confusable: list[tuple[str, str, float]]
+
+
+class ConfusablePair(TypedDict):
+    tools: tuple[str, str]
+    similarity: float
+    confused: int
+
+
+class LintSection(TypedDict):
+    catalog: str
+    problems: list[LintProblemView]
+    confusable: list[ConfusablePair]
+
+
+# ------------------------------------------------------------------------------------------ comparison
+
+
+class MetricChangeView(TypedDict):
+    model: str
+    metric: str
+    before: float | None
+    after: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float
+    n: int
+    significant: bool
+    drop: bool
+    improvement: bool
+    level: float
+    discordant: int
+
+
+class Flipped(TypedDict):
+    case: str
+    model: str
+    expected_label: str | None
+    before: bool
+    after: bool
+    called_before: str | None
+    called_after: str | None
+    passed_before: bool | None
+    passed_after: bool | None
+
+
+class ComparisonSection(TypedDict):
+    baseline: str
+    margin: float
+    level: float
+    changes: list[dict[str, JSON]]
+    drops: list[str]
+    improvements: list[str]
+    flipped: list[Flipped]
+    only_in_baseline: list[str]
+    only_in_current: list[str]
+
+
+# -------------------------------------------------------------------------------------------- the report
+
+
+class Report(TypedDict):
+    version: Literal[1]
+    plugin_version: str
+    run: RunInfo
+    models: dict[str, ModelMetrics]
+    catalogs: dict[str, CatalogInfo]
+    gate: Gate
+    cases: list[CaseResult]
+    lint: NotRequired[dict[str, LintSection]]
+    comparison: NotRequired[ComparisonSection]
+
+
+class BaselineModel(TypedDict):
+    accuracy: float | None
+    macro_f1: float | None
+    pass_rate: float | None
+    tools: dict[str, float | None]
+
+
+class BaselineCase(TypedDict):
+    file: str
+    id: str
+    model: str
+    repeat: int
+    correct: bool | None
+    passed: bool | None
+    expected_label: str | None
+    called_label: str | None
+    error: str | None
+
+
+class Baseline(TypedDict):
+    version: Literal[1]
+    kind: Literal["pytest-mcpeval-baseline"]
+    plugin_version: str | None
+    models: dict[str, BaselineModel]
+    cases: list[BaselineCase]
+    catalogs: dict[str, CatalogInfo]
+
+
+def report_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of report version 1, generated from :class:`Report`."""
+    from pydantic import TypeAdapter
+
+    schema: dict[str, Any] = TypeAdapter(Report).json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pytest-mcpeval report (version 1)"
+    return schema
+
+
+def validate_report(data: Any) -> None:
+    """Raise ``jsonschema.ValidationError`` when ``data`` is not a version-1 report."""
+    import jsonschema
+
+    jsonschema.validate(data, report_schema())

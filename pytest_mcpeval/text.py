@@ -1,0 +1,17 @@
+"""Small text helpers shared by every message the plugin writes: counts with their nouns, did-you-mean."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``plural(1, "case")`` -> ``1 case``; ``plural(2, "entry", "entries")`` -> ``2 entries``."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean `list_issues`?"`` for the closest choice, or ``""`` when none is close."""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=cutoff)
+    return f"; did you mean `{close[0]}`?" if close else ""
