@@ -11,7 +11,6 @@ fixing before any model runs.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections import Counter
@@ -22,8 +21,10 @@ from typing import Any
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.loader import Benchmark, Loc
 from pytest_mcpeval.scoring.matchers import Matcher
+from pytest_mcpeval.text import did_you_mean
 
-KINDS = ("unknown_tool", "unknown_argument", "wrong_type", "missing_required", "enum_violation")
+KINDS = ("unknown_tool", "unknown_argument", "wrong_type", "missing_required", "enum_violation", "unchecked")
+NOT_FAILING = frozenset({"unchecked"})  # findings that are reported but do not fail the lint item
 DEFAULT_THRESHOLD = 0.18
 
 _STOP_TEXT = """
@@ -53,13 +54,17 @@ class LintProblem:
         place = self.file if self.line is None else f"{self.file}:{self.line}"
         return f"{place}: case `{self.case}`: {self.field}: {self.message}"
 
+    @property
+    def fails(self) -> bool:
+        """Whether this finding fails the lint item (an ``unchecked`` one does not)."""
+        return self.kind not in NOT_FAILING
+
+
+class UncheckedSchemaWarning(UserWarning):
+    """An expected value the lint could not check, because of the server's schema (shown as a pytest warning)."""
+
 
 # -- expectations against the catalog ----------------------------------------------------------------------
-
-
-def _suggest(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"; did you mean `{close[0]}`?" if close else ""
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -71,8 +76,10 @@ def _show(value: Any) -> str:
     return _one_line(repr(value), 80)
 
 
-def _schema_types(schema: Mapping[str, Any]) -> set[str] | None:
+def _schema_types(schema: Any) -> set[str] | None:
     """The JSON types a schema admits, or None when it does not say (anything goes)."""
+    if not isinstance(schema, Mapping):
+        return None
     kind = schema.get("type")
     if isinstance(kind, str):
         return {kind}
@@ -116,21 +123,60 @@ def _type_names(types: Any) -> str:
 Found = tuple[str, str, tuple[str | int, ...]]  # (kind, message, location below the argument)
 
 
-def _schema_error(name: str, prop: Mapping[str, Any], value: Any) -> Found | None:
-    """The problem when ``value`` is invalid for the property's schema; None when valid or unknowable."""
+class _Unchecked(Exception):
+    """A value could not be checked against the tool's schema; the message is the reason."""
+
+
+def _schema_path(parts: Any) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+
+
+def _unresolvable(exc: Any) -> str:
+    """``unresolvable $ref '#/defs/X'`` from a ``referencing`` error (jsonschema may wrap it)."""
+    anchor = getattr(exc, "anchor", None)
+    ref = f"#{anchor}" if isinstance(anchor, str) else str(getattr(exc, "ref", ""))
+    if ref.startswith("/") or ref == "":  # a JSON pointer within the schema itself
+        ref = f"#{ref}"
+    return f"unresolvable $ref {ref!r}"
+
+
+def _tool_validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator of a tool's whole ``inputSchema`` (its ``$schema``, else 2020-12, as MCP says).
+
+    Raises :class:`_Unchecked` when the schema is not a valid schema of its dialect (``check_schema``).
+    """
     import jsonschema
     from jsonschema.validators import validator_for
 
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        schema = dict(prop)
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
-    except Exception:  # a broken schema (SchemaError), an unresolvable $ref, ...: not ours to judge
-        return None
+        cls.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        at = _schema_path(exc.absolute_path)
+        raise _Unchecked(_one_line(f"invalid schema{f' at {at}' if at else ''}: {exc.message}")) from exc
+    return cls(dict(schema))
+
+
+def _schema_error(validator: Any, name: str, value: Any) -> Found | None:
+    """The problem when ``value`` is invalid for argument ``name`` of the tool's schema; None when valid.
+
+    The value is validated as ``{name: value}`` against the whole schema, so that a ``$ref`` to the schema's
+    ``$defs`` resolves; only errors under ``name`` count (``required`` and the like are checked elsewhere).
+    Raises :class:`_Unchecked` when the schema cannot be applied (an unresolvable ``$ref``, ...).
+    """
+    import jsonschema
+    from referencing.exceptions import Unresolvable
+
+    try:
+        errors = (e for e in validator.iter_errors({name: value}) if tuple(e.absolute_path)[:1] == (name,))
+        error = jsonschema.exceptions.best_match(errors)
+    except Unresolvable as exc:
+        raise _Unchecked(_unresolvable(exc)) from exc
+    except Exception as exc:  # anything else jsonschema trips on in the server's schema (deep recursion, ...)
+        raise _Unchecked(_one_line(f"{type(exc).__name__}: {exc}")) from exc
     if error is None:
         return None
-    sub = tuple(error.absolute_path)
+    sub = tuple(error.absolute_path)[1:]
     where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in sub)
     got = f"(got {_show(error.instance)})"
     if error.validator in ("enum", "const"):
@@ -143,13 +189,13 @@ def _schema_error(name: str, prop: Mapping[str, Any], value: Any) -> Found | Non
     return "wrong_type", _one_line(f"`{where}`: {error.message}"), sub
 
 
-def _matcher_error(name: str, prop: Mapping[str, Any], matcher: Matcher) -> Found | None:
+def _matcher_error(validator: Any, name: str, prop: Any, matcher: Matcher) -> Found | None:
     kind = matcher.kind
     if kind == "ignore":
         return None
     if kind == "any_of":
         for k, alternative in enumerate(matcher.value):
-            problem = _matcher_error(name, prop, alternative)
+            problem = _matcher_error(validator, name, prop, alternative)
             if problem is not None:
                 return problem[0], f"{problem[1]} (any_of alternative {k + 1})", ("any_of", k, *problem[2])
         return None
@@ -165,16 +211,29 @@ def _matcher_error(name: str, prop: Mapping[str, Any], matcher: Matcher) -> Foun
     ok, value = _literal(matcher)
     if not ok:  # a list or object holding matchers: not checked
         return None
-    problem = _schema_error(name, prop, value)
+    problem = _schema_error(validator, name, value)
     if problem is not None and kind == "equals":
         return problem[0], problem[1], ("equals", *problem[2])
     return problem
 
 
 def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> list[LintProblem]:
-    """Every expected call of every case checked against the tools' input schemas, in file order."""
+    """Every expected call of every case checked against the tools' input schemas, in file order.
+
+    A value that cannot be checked is an ``unchecked`` finding: on the call's ``args`` when the tool's schema
+    is invalid (checked once per tool), on the argument when applying the schema to it failed.
+    """
     problems: list[LintProblem] = []
     tool_names = catalog.names
+    validators: dict[str, Any] = {}  # tool name -> its validator, or the _Unchecked that says why there is none
+
+    def validator_of(tool: str, schema: Mapping[str, Any]) -> Any:
+        if tool not in validators:
+            try:
+                validators[tool] = _tool_validator(schema)
+            except _Unchecked as exc:
+                validators[tool] = exc
+        return validators[tool]
 
     def line(*locs: Loc) -> int | None:
         for loc in locs:
@@ -196,7 +255,7 @@ def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> l
                 add(
                     f"expect[{j}].tool",
                     "unknown_tool",
-                    f"tool `{call.tool}` is not in the catalog{_suggest(call.tool, tool_names)}",
+                    f"tool `{call.tool}` is not in the catalog{did_you_mean(call.tool, tool_names)}",
                     (*call_loc, "tool"),
                     call_loc,
                     case_loc,
@@ -210,6 +269,8 @@ def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> l
             props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
             prop_names = sorted(props)
             args_loc: Loc = (*call_loc, "args")
+            cannot = f"cannot check against the schema of `{call.tool}`"
+            said_unchecked = False
             for name, matcher in matchers.items():
                 arg_loc: Loc = (*args_loc, name)
                 locs = (arg_loc, args_loc, call_loc, case_loc)
@@ -217,14 +278,24 @@ def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> l
                     add(
                         f"expect[{j}].args.{name}",
                         "unknown_argument",
-                        f"`{call.tool}` has no argument `{name}`{_suggest(name, prop_names)}",
+                        f"`{call.tool}` has no argument `{name}`{did_you_mean(name, prop_names)}",
                         *locs,
                     )
                     continue
-                prop = props[name]
-                if not isinstance(prop, Mapping):
+                if matcher.kind == "ignore":
                     continue
-                found = _matcher_error(name, prop, matcher)
+                assert isinstance(schema, Mapping)  # it has properties
+                validator = validator_of(call.tool, schema)
+                if isinstance(validator, _Unchecked):  # the tool's schema is invalid: said once per call
+                    if not said_unchecked:
+                        said_unchecked = True
+                        add(f"expect[{j}].args", "unchecked", f"{cannot}: {validator}", args_loc, call_loc, case_loc)
+                    continue
+                try:
+                    found = _matcher_error(validator, name, props[name], matcher)
+                except _Unchecked as exc:
+                    add(f"expect[{j}].args.{name}", "unchecked", f"{cannot}: {exc}", *locs)
+                    continue
                 if found is not None:
                     deeper = [(*arg_loc, *found[2][:end]) for end in range(len(found[2]), 0, -1)]
                     add(f"expect[{j}].args.{name}", found[0], found[1], *deeper, *locs)

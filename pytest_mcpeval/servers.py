@@ -8,6 +8,10 @@ Kinds of server: a static ``tools_file``, a ``command`` spoken to over stdio (st
 file, never to pytest's output), a streamable HTTP ``url``, an in-process ``python`` object, or
 whatever an ``mcp_server`` fixture returns (an ``MCPServer``, a URL, ``StdioServerParameters``, or a
 list of tool dicts).
+
+Every server has a log file, and every failure of a server is written to it with its whole traceback
+(each exception of an exception group); the one-line :class:`ServerError` names the first exception and
+the log.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import os
 import re
 import sys
+import traceback
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +43,29 @@ class _Live:
     client: Any
     stop: Any  # anyio.Event, set from the portal to close the connection
     done: concurrent.futures.Future[None]
+    label: str
+    log: Path
 
 
 def _first_leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of the first leaf of an exception (group), for a one-line error."""
+    leaf = _first_leaf(exc)
+    return f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
+
+
+def _write_log(log: Path, headline: str, exc: BaseException | None = None) -> None:
+    """Append ``mcpeval: HEADLINE`` and the whole traceback of ``exc`` (every exception of a group) to a log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"mcpeval: {headline}\n")
+        if exc is not None:
+            out.write("".join(traceback.format_exception(exc)))
 
 
 def _expand_env(value: str) -> str:
@@ -58,8 +80,8 @@ def import_target(target: str, search_dirs: list[Path]) -> Any:
             sys.path.insert(0, str(d))
     try:
         obj: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ServerError(f"cannot import `{module_name}`: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # the caller logs the traceback (the cause)
+        raise ServerError(f"cannot import `{module_name}`: {type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ServerError(f"module `{module_name}` has no attribute `{attr}`")
@@ -103,8 +125,10 @@ class ServerPool:
                 try:
                     self._portal.call(live.stop.set)
                     live.done.result(timeout=10)
-                except Exception:  # closing a broken server must not mask the session's result
-                    pass
+                except concurrent.futures.TimeoutError:
+                    _write_log(live.log, f"the server ({live.label}) did not close within 10 s")
+                except Exception as exc:  # closing a broken server must not mask the session's result: logged
+                    _write_log(live.log, f"closing the server ({live.label}) failed", exc)
         self._live.clear()
         self._stack.close()
 
@@ -125,7 +149,11 @@ class ServerPool:
             return load_tools_file(base_dir / spec.tools_file)
         log = self.log_dir / f"server-{len(self._catalogs)}.log"
         if spec.python is not None:
-            target = import_target(spec.python, [base_dir, root_dir])
+            try:
+                target = import_target(spec.python, [base_dir, root_dir])
+            except ServerError as exc:
+                _write_log(log, str(exc), exc.__cause__)
+                raise ServerError(f"{exc}; its log: {log}") from None
             return self._connect(key, target, spec.describe(), log)
         if spec.command is not None:
             from mcp import StdioServerParameters
@@ -162,23 +190,23 @@ class ServerPool:
         log.parent.mkdir(parents=True, exist_ok=True)
         opened: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
         stop = portal.call(_make_event)
-        done = portal.start_task_soon(_hold, target, log, self.timeout, opened, stop)
+        done = portal.start_task_soon(_hold, target, label, log, self.timeout, opened, stop)
         try:
             client, tools = opened.result(timeout=self.timeout + 15)
         except concurrent.futures.TimeoutError:
             portal.call(stop.set)
-            raise ServerError(
-                f"server ({label}) did not answer within {self.timeout + 15:.0f} s; its log: {log}"
-            ) from None
-        except BaseException as exc:
-            leaf = _first_leaf(exc)
-            detail = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
-            raise ServerError(f"could not connect to the server ({label}): {detail}; its log: {log}") from None
-        self._live[key] = _Live(client, stop, done)
+            message = f"server ({label}) did not answer within {self.timeout + 15:.0f} s"
+            _write_log(log, message)  # if the connection fails later, _hold appends the traceback
+            raise ServerError(f"{message}; its log: {log}") from None
+        except Exception as exc:  # _hold has written the traceback to the log
+            raise ServerError(f"could not connect to the server ({label}): {_one_line(exc)}; its log: {log}") from None
+        self._live[key] = _Live(client, stop, done, label, log)
         try:
             return catalog_from_mcp(tools)
         except ValueError as exc:
-            raise ServerError(f"server ({label}) published an invalid tool list: {exc}") from None
+            message = f"server ({label}) published an invalid tool list: {exc}"
+            _write_log(log, message)
+            raise ServerError(f"{message}; its log: {log}") from None
 
 
 async def _make_event() -> Any:
@@ -189,12 +217,16 @@ async def _make_event() -> Any:
 
 async def _hold(
     target: Any,
+    label: str,
     log: Path,
     timeout: float,
     opened: concurrent.futures.Future[tuple[Any, list[Any]]],
     stop: Any,
 ) -> None:
-    """Open the connection, list the tools, report them, and keep the session until ``stop``."""
+    """Open the connection, list the tools, report them, and keep the session until ``stop``.
+
+    Any failure, before or after the tools were reported, is written to ``log`` with its whole traceback.
+    """
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
@@ -221,8 +253,16 @@ async def _hold(
             opened.set_result((client, tools))
             await stop.wait()
     except BaseException as exc:
-        if not opened.done():
-            opened.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+        connected = opened.done()  # the tools were reported: the failure came later, while held or closing
+        lost = f"the connection to the server ({label}) failed"
+        try:
+            _write_log(log, lost if connected else f"could not connect to the server ({label})", exc)
+        finally:
+            if not connected:
+                failure = exc if isinstance(exc, Exception) else RuntimeError(repr(exc))
+                if failure is not exc:
+                    failure.__cause__ = exc
+                opened.set_exception(failure)
         if not isinstance(exc, Exception):
             raise
 

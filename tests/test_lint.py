@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import make_project, read_report, run
 
 from pytest_mcpeval.catalog import Catalog, catalog_from_json
 from pytest_mcpeval.lint import (
@@ -22,6 +23,7 @@ from pytest_mcpeval.lint import (
     tool_texts,
 )
 from pytest_mcpeval.loader import Benchmark, load
+from pytest_mcpeval.models.scripted import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent
 GITHUB_TOOLS = ROOT / "tests" / "data" / "github-tools.json"
@@ -63,7 +65,7 @@ SMALL = Catalog(
         _tool(
             "search_issues",
             "Search issues across repositories with a free-text query.",
-            {"query": {"type": "string"}, "broken": {"type": 12}, "anything": {}},
+            {"query": {"type": "string"}, "anything": {}},
             ["query"],
         ),
         {"name": "ping", "description": "Check that the server is alive."},
@@ -427,20 +429,170 @@ def test_other_schema_keywords_are_wrong_type(tmp_path: Path) -> None:
     ) == ["b.yaml:7: case `c1`: expect[0].args.perPage: `perPage`: 0 is less than the minimum of 1"]
 
 
-def test_broken_property_schema_is_skipped(tmp_path: Path) -> None:
-    assert (
-        lint(
-            tmp_path,
-            """
-            - id: c1
-              input: q
-              expect:
-                - tool: search_issues
-                  args: {query: q, broken: 1, anything: [1, {x: 2}]}
-            """,
-        )
-        == []
+# -- schemas the lint cannot check: `unchecked` ------------------------------------------------------------------
+
+BROKEN = Catalog(
+    [
+        _tool("typo", "Its schema misspells a type.", {"query": {"type": "string"}, "limit": {"type": "integr"}},
+              ["query"]),
+        _tool(
+            "dangling",
+            "Its references point nowhere.",
+            {
+                "query": {"type": "string"},
+                "state": {"$ref": "#/defs/State"},
+                "remote": {"$ref": "https://example.com/state.json"},
+                "loop": {"$ref": "#/properties/loop"},
+            },
+        ),
+        {
+            "name": "defs",
+            "description": "Its reference resolves in the schema's own $defs.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"state": {"$ref": "#/$defs/State"}},
+                "$defs": {"State": {"type": "string", "enum": ["OPEN", "CLOSED"]}},
+            },
+        },
+    ]
+)
+
+
+def test_invalid_tool_schema_is_unchecked_once_per_call(tmp_path: Path) -> None:
+    bench = bench_of(
+        tmp_path,
+        """
+        - id: c1
+          input: q
+          expect:
+            - tool: typo
+              args:
+                query: 5
+                limit: 3
+                nope: 1
+            - tool: typo
+              args: {}
+            - tool: typo
+              args: {query: {ignore: true}}
+        """,
     )
+    problems = check_expectations(bench, BROKEN, "b.yaml")
+    assert [str(p) for p in problems] == [
+        "b.yaml:7: case `c1`: expect[0].args: cannot check against the schema of `typo`: invalid schema at "
+        "properties.limit.type: 'integr' is not valid under any of the given schemas",
+        "b.yaml:10: case `c1`: expect[0].args.nope: `typo` has no argument `nope`",
+        "b.yaml:12: case `c1`: expect[1].args: required argument `query` of `typo` is not in the expected args",
+    ]
+    assert [(p.kind, p.fails) for p in problems] == [
+        ("unchecked", False), ("unknown_argument", True), ("missing_required", True),
+    ]  # fmt: skip
+
+
+def test_a_tool_schema_is_checked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import jsonschema
+
+    checked: list[Any] = []
+    original = jsonschema.Draft202012Validator.check_schema
+
+    def check_schema(schema: Any, *args: Any, **kwargs: Any) -> None:
+        checked.append(schema)
+        original(schema, *args, **kwargs)
+
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "check_schema", staticmethod(check_schema))
+    problems = lint(
+        tmp_path,
+        """
+        - id: c1
+          input: q
+          expect:
+            - {tool: typo, args: {query: q}}
+            - {tool: typo, args: {query: r}}
+            - {tool: defs, args: {state: OPEN}}
+            - {tool: defs, args: {state: CLOSED}}
+        """,
+        BROKEN,
+    )
+    assert len(problems) == 2
+    assert [sorted(s["properties"]) for s in checked] == [["limit", "query"], ["state"]]
+
+
+def test_unresolvable_refs_are_unchecked_per_argument(tmp_path: Path) -> None:
+    problems = lint(
+        tmp_path,
+        """
+        - id: c1
+          input: q
+          expect:
+            - tool: dangling
+              args:
+                query: 7
+                state: OPEN
+                remote: x
+                loop: 1
+            - tool: defs
+              args: {state: open}
+        """,
+        BROKEN,
+    )
+    loop = problems.pop(3)  # Python words the rest of a RecursionError's message by where it struck
+    assert loop.startswith("b.yaml:11: case `c1`: expect[0].args.loop: cannot check against the schema of "
+                           "`dangling`: RecursionError: maximum recursion depth exceeded")
+    assert problems == [
+        "b.yaml:8: case `c1`: expect[0].args.query: `query` must be of type string (got 7)",
+        "b.yaml:9: case `c1`: expect[0].args.state: cannot check against the schema of `dangling`: "
+        "unresolvable $ref '#/defs/State'",
+        "b.yaml:10: case `c1`: expect[0].args.remote: cannot check against the schema of `dangling`: "
+        "unresolvable $ref 'https://example.com/state.json'",
+        "b.yaml:13: case `c1`: expect[1].args.state: `state` must be one of OPEN, CLOSED (got 'open')",
+    ]
+
+
+UNCHECKED_TOOLS = [
+    {"name": "search", "description": "Search.", "inputSchema": {
+        "type": "object", "properties": {"query": {"type": "string"}, "state": {"$ref": "#/defs/State"}}}},
+]
+
+
+def test_unchecked_is_shown_and_reported_but_does_not_fail(pytester: pytest.Pytester,
+                                                          model_server: ScriptedModelServer,
+                                                          xdist_args: list[str]) -> None:
+    only = "server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: a\n" \
+           "    expect: [{tool: search, args: {query: q, state: OPEN}}]\n"
+    both = only.replace("query: q", "query: 5")
+    make_project(pytester, model_server, {"a.mcpeval.yaml": only, "b.mcpeval.yaml": both}, tools=UNCHECKED_TOOLS)
+    result = run(pytester, "--mcp-lint", "--mcp-report=report.json", "-k", "lint", *xdist_args)
+    unchecked = "case `a`: expect[[]0[]].args.state: cannot check against the schema of `search`: " \
+                "unresolvable $ref '#/defs/State'"
+    result.stdout.fnmatch_lines([
+        "*1 problem in the expected calls:",
+        "b.mcpeval.yaml:5: case `a`: expect[[]0[]].args.query: `query` must be of type string (got 5)",
+    ])
+    result.stdout.fnmatch_lines([f"  a.mcpeval.yaml:5: UncheckedSchemaWarning: {unchecked}"])
+    result.stdout.fnmatch_lines([f"  b.mcpeval.yaml:5: UncheckedSchemaWarning: {unchecked}"])
+    result.assert_outcomes(passed=1, failed=1, warnings=2)
+    assert result.ret == 1
+    lint_report = read_report(pytester)["lint"]
+    assert [p["kind"] for p in lint_report["a.mcpeval.yaml"]["problems"]] == ["unchecked"]
+    assert [p["kind"] for p in lint_report["b.mcpeval.yaml"]["problems"]] == ["wrong_type", "unchecked"]
+    assert lint_report["a.mcpeval.yaml"]["problems"][0]["message"] == (
+        "a.mcpeval.yaml:5: case `a`: expect[0].args.state: cannot check against the schema of `search`: "
+        "unresolvable $ref '#/defs/State'"
+    )
+
+
+def test_unchecked_fails_when_its_warning_is_an_error(pytester: pytest.Pytester,
+                                                      model_server: ScriptedModelServer) -> None:
+    bench = "server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: a\n" \
+            "    expect: [{tool: search, args: {query: q, state: OPEN}}]\n"
+    make_project(pytester, model_server, {"a.mcpeval.yaml": bench}, tools=UNCHECKED_TOOLS)
+    result = run(pytester, "--mcp-lint", "-k", "lint", "-W", "error::pytest_mcpeval.lint.UncheckedSchemaWarning")
+    result.stdout.fnmatch_lines([
+        "1 problem in the expected calls:",
+        "a.mcpeval.yaml:5: case `a`: expect[[]0[]].args.state: cannot check against the schema of `search`: "
+        "unresolvable $ref '#/defs/State'",
+    ])
+    assert "Traceback" not in result.stdout.str()
+    result.assert_outcomes(failed=1)
 
 
 def test_args_none_checks_only_the_tool_name(tmp_path: Path) -> None:

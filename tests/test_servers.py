@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -148,5 +149,82 @@ def test_missing_python_target(pytester: pytest.Pytester, model_server: Scripted
     bench = "server:\n  python: no_such_module:server\n" + CASES
     make_project(pytester, model_server, {"notes.mcpeval.yaml": bench})
     result = run(pytester, "--mcp-models=fake")
-    result.stdout.fnmatch_lines(["*cannot import `no_such_module`: ModuleNotFoundError*", "*2 error*"])
+    result.stdout.fnmatch_lines(["*cannot import `no_such_module`: ModuleNotFoundError*; its log: *server-0.log",
+                                 "*2 error*"])
     assert "Traceback" not in result.stdout.str()
+    assert "ModuleNotFoundError: No module named 'no_such_module'" in server_log(result)
+
+
+# -- failures: one line in pytest's output, the whole story in the server's log ---------------------------------
+
+
+def server_log(result: pytest.RunResult) -> str:
+    """The log that the (one) server error of a run names."""
+    logs = set(re.findall(r"; its log: (\S+\.log)", result.stdout.str()))
+    assert len(logs) == 1, result.stdout.str()
+    return Path(logs.pop()).read_text(encoding="utf-8")
+
+
+def test_stdio_server_that_crashes_at_start_up(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    crash = "import sys\nprint('SERVER-STDERR-MARKER', file=sys.stderr)\nraise RuntimeError('BOOM-AT-START')\n"
+    bench = f"server:\n  command: [{sys.executable}, crash_server.py]\n" + CASES
+    make_project(pytester, model_server, {"crash_server.py": crash, "notes.mcpeval.yaml": bench})
+    result = run(pytester, "--mcp-models=fake")
+    result.stdout.fnmatch_lines([
+        "*could not connect to the server (command: * crash_server.py): MCPError: Connection closed; "
+        "its log: *server-0.log",
+        "*2 error*",
+    ])
+    assert "Traceback" not in result.stdout.str() and "SERVER-STDERR-MARKER" not in result.stdout.str()
+    log = server_log(result)
+    server_traceback = 'crash_server.py", line 3, in <module>\n    raise RuntimeError(\'BOOM-AT-START\')\n'
+    assert "SERVER-STDERR-MARKER\nTraceback (most recent call last):\n" in log
+    assert server_traceback in log and "RuntimeError: BOOM-AT-START" in log  # the server's own, from its stderr
+    assert "mcpeval: could not connect to the server (command: " in log  # then the client's, the whole group
+    assert "Exception Group Traceback" in log and "MCPError: Connection closed" in log
+    assert model_server.requests == []
+
+
+def test_python_target_whose_import_raises(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    broken = "import os\n\n\ndef boom():\n    raise RuntimeError('BOOM-AT-IMPORT')\n\n\nboom()\n"
+    bench = "server:\n  python: broken_server:server\n" + CASES
+    make_project(pytester, model_server, {"broken_server.py": broken, "notes.mcpeval.yaml": bench})
+    result = run(pytester, "--mcp-models=fake")
+    result.stdout.fnmatch_lines([
+        "*cannot import `broken_server`: RuntimeError: BOOM-AT-IMPORT; its log: *server-0.log", "*2 error*",
+    ])
+    assert "Traceback" not in result.stdout.str()
+    log = server_log(result)
+    assert log.startswith("mcpeval: cannot import `broken_server`: RuntimeError: BOOM-AT-IMPORT\n"
+                          "Traceback (most recent call last):\n")
+    assert 'broken_server.py", line 8, in <module>\n    boom()\n' in log
+    assert 'broken_server.py", line 5, in boom\n' in log
+    assert log.endswith("RuntimeError: BOOM-AT-IMPORT\n")
+
+
+def test_unreachable_url(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    make_project(pytester, model_server, {"notes.mcpeval.yaml": f"server:\n  url: {url}\n" + CASES})
+    result = run(pytester, "--mcp-models=fake")
+    result.stdout.fnmatch_lines([
+        f"*could not connect to the server (url: {url}): ConnectError: All connection attempts failed; "
+        "its log: *server-0.log",
+        "*2 error*",
+    ])
+    log = server_log(result)
+    assert log.startswith(f"mcpeval: could not connect to the server (url: {url})\n")
+    assert "Exception Group Traceback" in log and "streamable_http" in log
+    assert "ConnectError: All connection attempts failed\n" in log
+
+
+def test_fixture_object_that_cannot_connect(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    conftest = "import pytest\n\n@pytest.fixture(scope='session')\ndef mcp_server():\n    return object()\n"
+    bench = "server:\n  url: http://127.0.0.1:9/unused\n" + CASES
+    make_project(pytester, model_server, {"conftest.py": conftest, "notes.mcpeval.yaml": bench})
+    result = run(pytester, "--mcp-models=fake")
+    result.stdout.fnmatch_lines([
+        "*could not connect to the server (fixture object): TypeError: *; its log: *server-fixture.log", "*2 error*",
+    ])
+    log = server_log(result)
+    assert log.startswith("mcpeval: could not connect to the server (fixture object)\nTraceback")
+    assert "TypeError: 'builtins.object' object does not support the asynchronous context manager protocol" in log
