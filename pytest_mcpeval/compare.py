@@ -28,12 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES
+from pytest_mcpeval.report.types import Flipped
 from pytest_mcpeval.scoring.case import NONE
-from pytest_mcpeval.scoring.metrics import sort_labels
+from pytest_mcpeval.scoring.metrics import f1_scores, macro_f1, sort_labels
+from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 
 BASELINE_VERSION = 1
 BASELINE_KIND = "pytest-mcpeval-baseline"
-METRICS = ("accuracy", "macro_f1", "pass_rate", "tool_f1")
+METRICS = DROP_METRICS  # the names --mcp-drop-metrics accepts (scoring.registry)
 _CASE_FIELDS = ("file", "id", "model", "repeat", "correct", "passed", "expected_label", "called_label", "error")
 _CHUNK = 1000  # resamples (or swap patterns) per matrix product: bounds memory to CHUNK x cases floats
 _EXACT_OUTCOMES = 1 << 16  # swap outcomes up to which a permutation test is exact (always for 16 discordant pairs)
@@ -133,7 +136,7 @@ def _exact_share(sizes: Any, counts: Any, extreme: Any) -> float:
     return min(1.0, float(shares[extreme].sum()))
 
 
-def permutation_test(before: Any, after: Any, stat: Callable[[Any], Any], resamples: int = 10000,
+def permutation_test(before: Any, after: Any, stat: Callable[[Any], Any], resamples: int = DEFAULT_RESAMPLES,
                      seed: int = 0, exact_limit: int = _EXACT_OUTCOMES) -> tuple[float, int]:
     """Two-sided paired permutation (swap) test of ``stat(after) - stat(before)``: ``(p, discordant)``.
 
@@ -224,7 +227,7 @@ class MetricChange:
     significant: bool
     drop: bool
     improvement: bool
-    level: float = 0.05
+    level: float = DEFAULT_DROP_LEVEL
     discordant: int = 0
 
     def sentence(self) -> str:
@@ -249,11 +252,11 @@ class Comparison:
     changes: list[MetricChange]
     only_in_baseline: list[str]
     only_in_current: list[str]
-    flipped: list[dict[str, Any]]
+    flipped: list[Flipped]
     excluded: list[str] = field(default_factory=list)  # keys in both runs left out for an error on either side
     paired: dict[str, int] = field(default_factory=dict)  # model -> paired cases
-    margin: float = 0.02
-    level: float = 0.05
+    margin: float = DEFAULT_DROP_MARGIN
+    level: float = DEFAULT_DROP_LEVEL
 
     def failures(self) -> list[str]:
         return [c.sentence() for c in self.changes if c.drop]
@@ -299,33 +302,13 @@ def _columns(side: _Side, n_labels: int) -> Any:
     return np.column_stack([side.correct, side.passed, tp, exp, cal])
 
 
-def _f1(tp: Any, support: Any, predicted: Any) -> Any:
-    """Per-label F1 = 2TP / (2TP + FP + FN) = 2TP / (support + predicted); NaN where undefined."""
-    import numpy as np
-
-    den = support + predicted
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, 2 * tp / np.where(den > 0, den, 1), np.nan)
-
-
-def _macro(f1: Any) -> Any:
-    """Mean F1 over the defined labels (the labels present on that side), as model_metrics does."""
-    import numpy as np
-
-    defined = ~np.isnan(f1)
-    count = defined.sum(axis=-1)
-    total = np.where(defined, f1, 0.0).sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
-
-
 def _stats(counts: Any, n: int, n_labels: int) -> dict[str, Any]:
     """Metric arrays of shape (rows,) or (rows, labels) from weighted count rows (see ``_columns``)."""
     tp = counts[:, 2:2 + n_labels]
     support = counts[:, 2 + n_labels:2 + 2 * n_labels]
     predicted = counts[:, 2 + 2 * n_labels:]
-    f1 = _f1(tp, support, predicted)
-    return {"accuracy": counts[:, 0] / n, "pass_rate": counts[:, 1] / n, "macro_f1": _macro(f1), "f1": f1}
+    f1 = f1_scores(tp, support, predicted)
+    return {"accuracy": counts[:, 0] / n, "pass_rate": counts[:, 1] / n, "macro_f1": macro_f1(f1), "f1": f1}
 
 
 def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int, seed: int,
@@ -375,12 +358,12 @@ def _label_columns(i: int, n_labels: int) -> list[int]:
 
 
 def _f1_stat(counts: Any) -> Any:
-    return _f1(counts[:, 0], counts[:, 1], counts[:, 2])
+    return f1_scores(counts[:, 0], counts[:, 1], counts[:, 2])
 
 
 def _macro_stat(n_labels: int) -> Callable[[Any], Any]:
     def stat(counts: Any) -> Any:
-        return _macro(_f1(counts[:, :n_labels], counts[:, n_labels:2 * n_labels], counts[:, 2 * n_labels:]))
+        return macro_f1(f1_scores(counts[:, :n_labels], counts[:, n_labels:2 * n_labels], counts[:, 2 * n_labels:]))
     return stat
 
 
@@ -403,10 +386,10 @@ def _change(model: str, metric: str, before: Any, after: Any, boot_diffs: Any, n
 def compare(
     baseline: Mapping[str, Any],
     current_report: Mapping[str, Any],
-    margin: float = 0.02,
-    level: float = 0.05,
-    metrics: Sequence[str] = ("accuracy", "macro_f1", "tool_f1"),
-    resamples: int = 10000,
+    margin: float = DEFAULT_DROP_MARGIN,
+    level: float = DEFAULT_DROP_LEVEL,
+    metrics: Sequence[str] = DEFAULT_DROP_METRICS,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> Comparison:
     """Compare the current report with a baseline (from :func:`make_baseline`, or a full report).
@@ -437,10 +420,10 @@ def compare(
         else:
             excluded.append(case_key(a))
 
-    flipped = [
+    flipped: list[Flipped] = [
         {
             "case": case_key(a),
-            "model": a.get("model"),
+            "model": str(a.get("model")),
             "expected_label": a.get("expected_label"),
             "before": bool(b["correct"]),
             "after": bool(a["correct"]),

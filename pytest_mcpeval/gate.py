@@ -19,17 +19,13 @@ Baseline comparisons (significant drops) will be further objects of the same kin
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-MODEL_METRICS = ("accuracy", "pass_rate", "macro_f1", "weighted_f1")
-RETRIEVAL_METRICS = ("recall_at_1", "recall_at_3", "recall_at_5", "recall_at_10", "mrr")
-ARGUMENT_METRICS = ("hallucination_rate", "all_expected_rate", "all_required_rate", "exact_match_rate")
-TOOL_METRICS = ("precision", "recall", "f1", *ARGUMENT_METRICS)
-ALL_METRICS = (*MODEL_METRICS, *ARGUMENT_METRICS, *RETRIEVAL_METRICS, "precision", "recall", "f1")
+from pytest_mcpeval.report.types import CatalogInfo, ModelMetrics
+from pytest_mcpeval.scoring.registry import METRICS, NAMES, TOOL_METRICS
+from pytest_mcpeval.text import did_you_mean
 
 _SYNTAX = re.compile(
     r"^\s*(?:(?P<model>\S.*?)\s*:\s*)?(?P<metric>[a-z_0-9]+)\s*(?:\[(?P<tool>[^\]]+)\])?\s*"
@@ -39,11 +35,6 @@ _SYNTAX = re.compile(
 
 class ThresholdError(ValueError):
     """A threshold that cannot be parsed or names something that does not exist."""
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
-    return f"; did you mean `{close[0]}`?" if close else ""
 
 
 @dataclass(frozen=True)
@@ -60,55 +51,33 @@ class Threshold:
         tool = f"[{self.tool}]" if self.tool else ""
         return f"{scope}{self.metric}{tool} {self.op} {self.value:g}"
 
-    def applies_to(self, model: str, metrics: Mapping[str, Any] | None = None) -> bool:
-        """Scope by model; retrieval thresholds only concern models that rank tools (retrievers)."""
+    def applies_to(self, model: str, metrics: Mapping[str, object] | None = None) -> bool:
+        """Scope by model; retrieval thresholds only concern retrievers, argument ones only models that fill
+        arguments (a threshold that names its model always applies to it)."""
         if self.model is not None and self.model != model:
             return False
         if metrics is None or self.model is not None:
-            return True  # a threshold that names its model always applies to it
-        if self.metric in RETRIEVAL_METRICS:
-            return metrics.get("retrieval") is not None  # only retrievers rank tools
-        if self.metric in ARGUMENT_METRICS:
-            return bool(metrics.get("arguments", {}).get("applicable", True))  # retrievers fill no arguments
-        return True
+            return True
+        return METRICS[self.metric].applies_to(metrics)
 
-    def read(self, metrics: Mapping[str, Any]) -> float | None:
-        if self.metric in RETRIEVAL_METRICS:
-            retrieval = metrics.get("retrieval") or {}
-            if self.metric == "mrr":
-                value = retrieval.get("mrr")
-            else:
-                value = (retrieval.get("recall_at") or {}).get(self.metric.removeprefix("recall_at_"))
-            return None if value is None else float(value)
-        if self.tool is not None:
-            tool = metrics.get("tools", {}).get(self.tool)
-            if tool is None:
-                return None
-            source = tool["arguments"] if self.metric in ARGUMENT_METRICS else tool
-            value = source.get(self.metric)
-        elif self.metric in ARGUMENT_METRICS:
-            value = metrics.get("arguments", {}).get(self.metric)
-        else:
-            value = metrics.get(self.metric)
-        return None if value is None else float(value)
+    def read(self, metrics: Mapping[str, object]) -> float | None:
+        return METRICS[self.metric].read(metrics, self.tool)
 
-    def check(self, model: str, metrics: Mapping[str, Any]) -> str | None:
+    def check(self, model: str, metrics: Mapping[str, object]) -> str | None:
         """``None`` when the threshold holds for this model, else a sentence saying why not."""
+        metric = METRICS[self.metric]
         value = self.read(metrics)
         origin = f" (from {self.source})" if self.source else ""
+        shown = f"{self.metric}[{self.tool}]" if self.tool else self.metric
         if value is None:
-            if self.metric in RETRIEVAL_METRICS and metrics.get("retrieval") is None:
-                what = "it is not a retriever: only local/... models rank tools"
-            elif self.metric in ARGUMENT_METRICS and not metrics.get("arguments", {}).get("applicable", True):
-                what = "a retriever fills no arguments"
+            if not metric.applies_to(metrics):
+                what = metric.not_applicable_reason()
             else:
                 what = f"no data for `{self.tool}`" if self.tool else "no case was scored"
-            return f"model {model}: {self.metric}{f'[{self.tool}]' if self.tool else ''} was not measured " \
-                   f"({what}); threshold {self.op} {self.value:g}{origin}"
+            return f"model {model}: {shown} was not measured ({what}); threshold {self.op} {self.value:g}{origin}"
         ok = value >= self.value if self.op == ">=" else value <= self.value
         if ok:
             return None
-        shown = f"{self.metric}[{self.tool}]" if self.tool else self.metric
         return f"model {model}: {shown} = {value:.3f}, required {self.op} {self.value:g}{origin}"
 
 
@@ -116,21 +85,22 @@ def parse_threshold(text: str, source: str = "") -> Threshold:
     match = _SYNTAX.match(text)
     if match is None:
         raise ThresholdError(
-            f"cannot read threshold {text!r}: expected `[MODEL:] METRIC[ [TOOL] ] >= VALUE` "
+            f"cannot read threshold {text!r}: expected `[MODEL:] METRIC[ [TOOL] ] (>= | <=) VALUE` "
             "(e.g. `accuracy >= 0.9`, `f1[search_issues] >= 0.8`, `gpt-5: macro_f1 >= 0.85`)"
         )
-    metric, tool = match["metric"], match["tool"]
-    if metric not in ALL_METRICS:
-        raise ThresholdError(f"unknown metric `{metric}` in {text!r}{_did_you_mean(metric, ALL_METRICS)} "
-                             f"(metrics: {', '.join(ALL_METRICS)})")
-    if tool is None and metric in ("precision", "recall", "f1"):
-        raise ThresholdError(f"`{metric}` is per tool: write `{metric}[TOOL]` (or use macro_f1) in {text!r}")
-    if tool is not None and metric not in TOOL_METRICS:
-        raise ThresholdError(f"`{metric}` is not a per-tool metric in {text!r} (per tool: {', '.join(TOOL_METRICS)})")
+    name, tool = match["metric"], match["tool"]
+    if name not in METRICS:
+        raise ThresholdError(f"unknown metric `{name}` in {text!r}{did_you_mean(name, NAMES)} "
+                             f"(metrics: {', '.join(NAMES)})")
+    metric = METRICS[name]
+    if tool is None and metric.per_tool_only:
+        raise ThresholdError(f"`{name}` is per tool: write `{name}[TOOL]` (or use macro_f1) in {text!r}")
+    if tool is not None and metric.tool_path is None:
+        raise ThresholdError(f"`{name}` is not a per-tool metric in {text!r} (per tool: {', '.join(TOOL_METRICS)})")
     value = float(match["value"])
     if not 0.0 <= value <= 1.0:
         raise ThresholdError(f"threshold value must lie in [0, 1] in {text!r}")
-    return Threshold(metric, match["op"], value, tool.strip() if tool else None, match["model"], source)
+    return Threshold(name, match["op"], value, tool.strip() if tool else None, match["model"], source)
 
 
 def check_names(thresholds: Iterable[Threshold], tools: set[str], models: set[str]) -> list[str]:
@@ -139,13 +109,13 @@ def check_names(thresholds: Iterable[Threshold], tools: set[str], models: set[st
     for t in thresholds:
         if t.tool is not None and t.tool not in tools and t.tool != "(none)":
             errors.append(f"threshold `{t}`{f' (from {t.source})' if t.source else ''}: no server publishes "
-                          f"a tool `{t.tool}`{_did_you_mean(t.tool, tools)}")
+                          f"a tool `{t.tool}`{did_you_mean(t.tool, tools)}")
         if t.model is not None and models and t.model not in models:
-            errors.append(f"threshold `{t}`: model `{t.model}` did not run{_did_you_mean(t.model, models)}")
+            errors.append(f"threshold `{t}`: model `{t.model}` did not run{did_you_mean(t.model, models)}")
     return errors
 
 
-def catalog_failures(catalogs: Mapping[str, Mapping[str, Any]], max_tokens: int | None) -> list[str]:
+def catalog_failures(catalogs: Mapping[str, CatalogInfo], max_tokens: int | None) -> list[str]:
     """``--mcp-max-catalog-tokens``: every catalog over the budget, with its heaviest tools."""
     if max_tokens is None:
         return []
@@ -159,7 +129,7 @@ def catalog_failures(catalogs: Mapping[str, Mapping[str, Any]], max_tokens: int 
     return out
 
 
-def evaluate(thresholds: Iterable[Threshold], models: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def evaluate(thresholds: Iterable[Threshold], models: Mapping[str, ModelMetrics]) -> list[str]:
     """Every failing threshold, as sentences, in a stable order."""
     failures = []
     for t in thresholds:

@@ -9,7 +9,6 @@ reaches the user.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 
 from pytest_mcpeval.schema import BenchmarkFile, keys_at
 from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, compile_args
+from pytest_mcpeval.text import closest
 
 Loc = tuple[str | int, ...]
 
@@ -188,11 +188,6 @@ def _nearest_line(locations: dict[Loc, int], loc: Loc) -> int | None:
     return None
 
 
-def _close(name: str, choices: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
 def _validation_problems(exc: ValidationError, locations: dict[Loc, int], skip_duplicate_ids: bool) -> list[Problem]:
     """One problem per place.  An unknown key that is a close match of a missing required key of the same
     mapping is reported once, as the unknown key with its did-you-mean."""
@@ -211,7 +206,7 @@ def _validation_problems(exc: ValidationError, locations: dict[Loc, int], skip_d
         if kind == "extra_forbidden":
             name = str(error["loc"][-1])  # the key itself, even if it reads like a tag (`str`)
             parent = _clean_loc(error["loc"][:-1])
-            guess = _close(name, missing.get(parent, ())) or _close(name, keys_at(parent))
+            guess = closest(name, missing.get(parent, ())) or closest(name, keys_at(parent))
             if guess is not None and guess in missing.get(parent, ()):
                 folded.add((*parent, guess))
             hint = f"; did you mean `{guess}`?" if guess else ""

@@ -8,24 +8,28 @@ status is set in a ``tryfirst`` ``pytest_sessionfinish`` and printing happens in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY
 from pytest_mcpeval.text import plural
 
+if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
+    from pytest_mcpeval.report.types import CaseResult, CatalogInfo, LintResult, ModelRun, Report
+    from pytest_mcpeval.settings import Settings
+
 
 class EvalSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.results: list[dict[str, Any]] = []
-        self.catalogs: dict[str, dict[str, Any]] = {}
-        self.report: dict[str, Any] | None = None
+        self.results: list[CaseResult] = []
+        self.catalogs: dict[str, CatalogInfo] = {}
+        self.report: Report | None = None
         self.usage_errors: list[str] = []
-        self.lint: list[dict[str, Any]] = []
+        self.lint: list[LintResult] = []
         self.listings: list[dict[str, Any]] = []
-        self.model_info: dict[str, dict[str, Any]] = {}
+        self.params_sent: dict[str, dict[str, Any]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         listing = getattr(report, "mcpeval_tools", None)
@@ -36,7 +40,7 @@ class EvalSession:
             info = lint.pop("catalog_info", None)
             if info is not None:  # a lint-only run still knows its catalogs (tokens, hashes)
                 self.catalogs[lint["catalog"]] = info
-            self.lint.append(lint)
+            self.lint.append(cast("LintResult", lint))
         results = getattr(report, "mcpeval", None)
         if report.when == "call" and isinstance(results, list):
             for result in results:
@@ -45,8 +49,8 @@ class EvalSession:
                     self.catalogs[result["catalog"]] = info
                 model_info = result.pop("model_info", None)
                 if model_info is not None:
-                    self.model_info[result["model"]] = model_info
-                self.results.append(result)
+                    self.params_sent[result["model"]] = model_info["params_sent"]
+                self.results.append(cast("CaseResult", result))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -83,8 +87,7 @@ class EvalSession:
             "usage_errors": self.usage_errors,
             "thresholds": [str(t) for t in settings.thresholds],
         }
-        report["run"] = {"models": {r: {**settings.registry.resolve(r).to_builtin(), **self.model_info.get(r, {})}
-                                    for r in sorted(models_run)}}
+        report["run"] = {"models": {name: self.model_run(name, settings) for name in sorted(models_run)}}
         if settings.baseline is not None and self.results:
             failures += self.compare(report, settings)
             report["gate"]["failures"] = failures
@@ -106,11 +109,21 @@ class EvalSession:
         elif failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def compare(self, report: dict[str, Any], settings: Any) -> list[str]:
+    def model_run(self, name: str, settings: Settings) -> ModelRun:
+        """What the report says of one model: as configured, and what was actually sent."""
+        spec = settings.registry.resolve(name)
+        run: ModelRun = {"name": spec.name, "target": spec.target, "params": spec.to_builtin()["params"]}
+        if name in self.params_sent:
+            run["params_sent"] = self.params_sent[name]
+        return run
+
+    def compare(self, report: Report, settings: Settings) -> list[str]:
         """Compare with the baseline; the drops that fail the gate (with --mcp-fail-on-drop)."""
         from pytest_mcpeval.compare import compare, markdown
+        from pytest_mcpeval.defaults import DEFAULT_DROP_MARGIN
 
-        margin = settings.fail_on_drop if settings.fail_on_drop is not None else 0.02
+        assert settings.baseline is not None
+        margin = settings.fail_on_drop if settings.fail_on_drop is not None else DEFAULT_DROP_MARGIN
         comparison = compare(settings.baseline, report, margin=margin, level=settings.drop_level,
                              metrics=settings.drop_metrics)
         report["comparison"] = {
@@ -128,7 +141,7 @@ class EvalSession:
         return comparison.failures() if settings.fail_on_drop is not None else []
 
     @staticmethod
-    def write_markdown(text: str, settings: Any) -> None:
+    def write_markdown(text: str, settings: Settings) -> None:
         """To ``--mcp-markdown``, and appended to ``$GITHUB_STEP_SUMMARY`` when that is set."""
         import os
 

@@ -13,8 +13,15 @@ from typing import Any
 
 import pytest
 
+from pytest_mcpeval.defaults import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DROP_LEVEL,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+)
 from pytest_mcpeval.gate import Threshold, ThresholdError, parse_threshold
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
+from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 
 FILE_SUFFIXES = (".mcpeval.yaml", ".mcpeval.yml")
 
@@ -84,12 +91,12 @@ def record_mode(text: str) -> str:
 
 def drop_metrics(text: str) -> list[str]:
     """argparse type: comma-separated metrics compared against the baseline."""
-    from pytest_mcpeval.compare import METRICS
+    from pytest_mcpeval.scoring.registry import DROP_METRICS
 
     names = [n.strip() for n in text.split(",") if n.strip()]
-    bad = [n for n in names if n not in METRICS]
+    bad = [n for n in names if n not in DROP_METRICS]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected some of {', '.join(METRICS)}")
+        raise argparse.ArgumentTypeError(f"{text!r}: expected some of {', '.join(DROP_METRICS)}")
     return names
 
 
@@ -116,10 +123,10 @@ class Settings:
     thresholds: list[Threshold] = field(default_factory=list)
     strict: bool = False
     report_path: Path | None = None
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
     per_model_concurrency: dict[str, int] = field(default_factory=dict)
-    timeout: float = 120.0
-    retries: int = 3
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
     repeat: int = 1
     record: str = "new"
     cache_dir: Path = Path(".mcpeval/cache")
@@ -130,8 +137,8 @@ class Settings:
     compare_path: Path | None = None
     baseline: dict[str, Any] | None = None
     fail_on_drop: float | None = None
-    drop_level: float = 0.05
-    drop_metrics: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1")
+    drop_level: float = DEFAULT_DROP_LEVEL
+    drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
     markdown_path: Path | None = None
     list_tools: bool = False
 

@@ -11,7 +11,15 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
-def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
-    """``"; did you mean `list_issues`?"`` for the closest choice, or ``""`` when none is close."""
+def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice most like ``word`` (difflib's ratio at least ``cutoff``), or ``None``."""
     close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=cutoff)
-    return f"; did you mean `{close[0]}`?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean `list_issues`?"`` for the closest choice, or ``""`` when none is close.
+
+    The one did-you-mean of the plugin: benchmark files, matchers, lint, thresholds, missing tools."""
+    close = closest(word, choices, cutoff)
+    return f"; did you mean `{close}`?" if close else ""

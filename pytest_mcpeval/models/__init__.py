@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec
@@ -37,8 +39,8 @@ def params_sent(model: ModelSpec) -> dict[str, Any]:
     return litellm_client.params_sent(model)
 
 
-def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *, retries: int = 3,
-               timeout: float = 120.0, seed: int = 0) -> ModelReply:
+def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *,
+               retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
     from pytest_mcpeval.models.local import PREFIX, LocalModelError
 
     if model.target.startswith(PREFIX):

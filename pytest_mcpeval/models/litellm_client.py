@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec, without_secrets
 from pytest_mcpeval.models.reply import ModelReply, RawCall
@@ -36,8 +37,6 @@ from pytest_mcpeval.models.reply import ModelReply, RawCall
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-DEFAULT_RETRIES = 3
-DEFAULT_TIMEOUT = 120.0
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
 RETRY_AFTER_CAP = 120.0

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
 from typing import Any
 
+from pytest_mcpeval.report.types import Report
 from pytest_mcpeval.text import plural
 
 MAX_ROWS = 20
@@ -44,7 +44,7 @@ def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def summary(report: Mapping[str, Any]) -> str:
+def summary(report: Report) -> str:
     """Gate verdict, a row of headline numbers per model, each model's weakest tools and its misses."""
     gate = report.get("gate") or {}
     lines = ["## pytest-mcpeval: run summary", ""]

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pytest_mcpeval.report.types import CaseResult, Report
 from pytest_mcpeval.text import plural
 
 MAX_MISSES = 20
@@ -30,7 +31,7 @@ def _checked(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if not (isinstance(v, Mapping) and "ignore" in v)}
 
 
-def miss_lines(case: Mapping[str, Any]) -> list[str]:
+def miss_lines(case: CaseResult) -> list[str]:
     """A readable expected-vs-called diff for one case."""
     lines = [f"{case['file']}:{case.get('line', 0)}::{case['id']}[{case['model']}]  {case.get('diagnosis')}"]
     for e in case.get("expected") or [{"tool": "(none)"}]:
@@ -38,23 +39,28 @@ def miss_lines(case: Mapping[str, Any]) -> list[str]:
     for c in case.get("called") or [{"tool": "(none)"}]:
         shown = _short(c["args"]) if c.get("args") is not None else (f"{c.get('raw', '')!r}" if "raw" in c else "")
         lines.append(f"  + called   {c['tool']} {shown}".rstrip())
-    args = case.get("arguments") or {}
-    if args.get("malformed"):
+    args = case.get("arguments")
+    if args is None:
+        return lines
+    if args["malformed"]:
         lines.append(f"    malformed arguments: {args['malformed']}")
-    for m in args.get("mismatched", []):
+    for m in args["mismatched"]:
         lines.append(f"    {m['name']}: expected {_short(m['expected'], 80)}, got {_short(m['got'], 80)}")
-    for key, label in (("missing_expected", "missing expected"), ("missing_required", "missing required"),
-                       ("hallucinated", "not in the tool's schema"), ("unexpected", "not expected")):
-        if args.get(key):
-            lines.append(f"    {label}: {', '.join(args[key])}")
+    for names, label in ((args["missing_expected"], "missing expected"), (args["missing_required"], "missing required"),
+                         (args["hallucinated"], "not in the tool's schema"), (args["unexpected"], "not expected")):
+        if names:
+            lines.append(f"    {label}: {', '.join(names)}")
     return lines
 
 
-def lint_lines(report: Mapping[str, Any], top: int = 10) -> Iterator[str]:
+def lint_lines(report: Report, top: int = 10) -> Iterator[str]:
     """Per linted file: its problems count and the tools that read most alike (with observed confusions)."""
     for file, entry in (report.get("lint") or {}).items():
         pairs = entry["confusable"]
-        yield f"lint {file}: {plural(len(entry['problems']), 'problem')}, {plural(len(pairs), 'confusable pair')}"
+        unchecked = sum(1 for p in entry["problems"] if p["kind"] == "unchecked")  # reported, never failing
+        problems = plural(len(entry["problems"]) - unchecked, "problem")
+        also = f" ({unchecked} unchecked)" if unchecked else ""
+        yield f"lint {file}: {problems}{also}, {plural(len(pairs), 'confusable pair')}"
         confused = [p for p in pairs if p["confused"]]
         shown = pairs[:top] + [p for p in confused if p not in pairs[:top]]
         for pair in shown:
@@ -62,7 +68,7 @@ def lint_lines(report: Mapping[str, Any], top: int = 10) -> Iterator[str]:
             yield f"  {pair['tools'][0]} ~ {pair['tools'][1]}: similarity {pair['similarity']:.2f}{seen}"
 
 
-def summary_lines(report: Mapping[str, Any], verbose: int = 0) -> Iterator[str]:
+def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
     for info in report.get("catalogs", {}).values():
         heavy = sorted(info["tools"].items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))[:3]
         names = ", ".join(f"{name} {tool['tokens']:,}" for name, tool in heavy)
@@ -89,21 +95,18 @@ def summary_lines(report: Mapping[str, Any], verbose: int = 0) -> Iterator[str]:
                 f"  retrieval ({r['cases']} cases): recall@1 {_pct(recall['1'])}, @3 {_pct(recall['3'])}, "
                 f"@5 {_pct(recall['5'])}, @10 {_pct(recall['10'])} | MRR {_num(r['mrr'])}"
             )
-            outside = f"outside_top_{r['k']}"
-            hard = sorted(((t, v) for t, v in r["tools"].items() if v[outside]),
-                          key=lambda tv: (-len(tv[1][outside]), tv[0]))
+            hard = sorted(((t, v) for t, v in r["tools"].items() if v["outside_top_5"]),
+                          key=lambda tv: (-len(tv[1]["outside_top_5"]), tv[0]))
             for tool, v in hard[: WORST_TOOLS if not verbose else None]:
                 above = ", ".join(list(v["outranked_by"])[:3])
                 yield (f"  hard to retrieve: {tool} outside the top {r['k']} in "
-                       f"{len(v[outside])}/{v['cases']} cases (outranked by {above})")
-        ranked = sorted(
-            ((t, v) for t, v in m["tools"].items() if v["f1"] is not None and v["f1"] < 1.0),
-            key=lambda tv: (tv[1]["f1"], tv[0]),
-        )
-        for tool, v in ranked[: WORST_TOOLS if not verbose else None]:
+                       f"{len(v['outside_top_5'])}/{v['cases']} cases (outranked by {above})")
+        weak = sorted(((t, f1, v) for t, v in m["tools"].items() if (f1 := v["f1"]) is not None and f1 < 1.0),
+                      key=lambda tfv: (tfv[1], tfv[0]))
+        for tool, _, tm in weak[: WORST_TOOLS if not verbose else None]:
             yield (
-                f"  {tool:<28} P {_num(v['precision'])}  R {_num(v['recall'])}  F1 {_num(v['f1'])}  "
-                f"support {v['support']}"
+                f"  {tool:<28} P {_num(tm['precision'])}  R {_num(tm['recall'])}  F1 {_num(tm['f1'])}  "
+                f"support {tm['support']}"
             )
         for pair in m["confused_pairs"][:5]:
             yield f"  confused: expected {pair['expected']} -> called {pair['called']} ({pair['count']}x)"

@@ -21,7 +21,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-REPORT_VERSION = 1
+REPORT_VERSION: Literal[1] = 1
 
 JSON = Any  # a JSON value (expected argument values, tool arguments): any of dict, list, str, number, bool, null
 

@@ -7,7 +7,6 @@ reported to the controller.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from pytest_mcpeval.schema import Case
 from pytest_mcpeval.scoring.case import Expectation, parse_call, score_case
 from pytest_mcpeval.scoring.retrieval import retrieval_ranks
 from pytest_mcpeval.servers import ServerError, ServerPool
+from pytest_mcpeval.text import did_you_mean
 
 
 class CaseError(Exception):
@@ -65,8 +65,7 @@ def missing_tools(expects: list[Expectation], catalog: Catalog) -> list[tuple[in
     out = []
     for index, expect in enumerate(expects):
         if expect.tool not in catalog.by_name:
-            close = difflib.get_close_matches(expect.tool, catalog.names, n=1, cutoff=0.6)
-            hint = f"; did you mean `{close[0]}`?" if close else ""
+            hint = did_you_mean(expect.tool, catalog.names)
             out.append((index, f"expected tool `{expect.tool}` is not published by the server{hint}"))
     return out
 

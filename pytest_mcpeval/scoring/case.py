@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.report.types import ArgumentCheck, CalledTool, ExpectedView, Mismatch, Score
 from pytest_mcpeval.scoring.matchers import Matcher
 
 NONE = "(none)"
@@ -31,14 +32,14 @@ class Expectation:
     matchers: dict[str, Matcher] | None  # None: arguments are not checked
     extra_args: str = "forbid"
 
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"tool": self.tool}
+    def describe(self) -> ExpectedView:
+        out: ExpectedView = {"tool": self.tool}
         if self.matchers is not None:
             out["args"] = {k: m.describe() for k, m in self.matchers.items()}
         return out
 
 
-def parse_call(name: str, arguments: str, catalog: Catalog) -> dict[str, Any]:
+def parse_call(name: str, arguments: str, catalog: Catalog) -> CalledTool:
     """A call as the report stores it: ``{"tool", "args"}`` or ``{"tool", "raw", "malformed"}``."""
     tool = catalog.mcp_name(name)
     text = arguments.strip() or "{}"
@@ -51,13 +52,14 @@ def parse_call(name: str, arguments: str, catalog: Catalog) -> dict[str, Any]:
     return {"tool": tool, "args": args}
 
 
-def check_arguments(expect: Expectation, call: dict[str, Any], catalog: Catalog) -> dict[str, Any]:
+def check_arguments(expect: Expectation, call: CalledTool, catalog: Catalog) -> ArgumentCheck:
     """The four argument metrics for one call of the expected tool, plus what went wrong."""
     required = catalog.required(expect.tool)
     checked = expect.matchers is not None
-    if call.get("malformed"):
+    malformed = call.get("malformed")
+    if malformed:
         return {
-            "malformed": call["malformed"],
+            "malformed": malformed,
             "hallucinated": [],
             "missing_required": required,
             "missing_expected": [n for n, m in (expect.matchers or {}).items() if not m.optional],
@@ -68,13 +70,13 @@ def check_arguments(expect: Expectation, call: dict[str, Any], catalog: Catalog)
             "all_expected": False if checked else None,
             "exact": False if checked else None,
         }
-    args: dict[str, Any] = call["args"]
+    args: dict[str, Any] = call.get("args") or {}
     props = catalog.properties(expect.tool)
     hallucinated = sorted(k for k in args if k not in props)
     missing_required = [r for r in required if r not in args]
     missing_expected: list[str] = []
     unexpected: list[str] = []
-    mismatched: list[dict[str, Any]] = []
+    mismatched: list[Mismatch] = []
     if expect.matchers is not None:
         for name, matcher in expect.matchers.items():
             if name in args:
@@ -98,7 +100,7 @@ def check_arguments(expect: Expectation, call: dict[str, Any], catalog: Catalog)
     }
 
 
-def _call_ok(expect: Expectation, call: dict[str, Any], catalog: Catalog) -> bool:
+def _call_ok(expect: Expectation, call: CalledTool, catalog: Catalog) -> bool:
     if call["tool"] != expect.tool:
         return False
     check = check_arguments(expect, call, catalog)
@@ -110,7 +112,7 @@ def _call_ok(expect: Expectation, call: dict[str, Any], catalog: Catalog) -> boo
     )
 
 
-def _one_to_one(expects: list[Expectation], calls: list[dict[str, Any]], catalog: Catalog) -> bool:
+def _one_to_one(expects: list[Expectation], calls: list[CalledTool], catalog: Catalog) -> bool:
     """Every expectation matched by a distinct call (order-independent, as BFCL's parallel check)."""
     if len(expects) != len(calls):
         return False
@@ -124,8 +126,8 @@ def _one_to_one(expects: list[Expectation], calls: list[dict[str, Any]], catalog
     return assign(0, frozenset())
 
 
-def diagnose(expected_label: str, called_label: str, expected_tools: list[str], calls: list[dict[str, Any]],
-             arguments: dict[str, Any] | None, passed: bool) -> str | None:
+def diagnose(expected_label: str, called_label: str, expected_tools: list[str], calls: list[CalledTool],
+             arguments: ArgumentCheck | None, passed: bool) -> str | None:
     """The primary failure mode (names follow MCP-Atlas's tool-call taxonomy where one exists)."""
     if passed:
         return None
@@ -150,12 +152,13 @@ def diagnose(expected_label: str, called_label: str, expected_tools: list[str], 
     return "wrong_arguments"
 
 
-def score_case(expects: list[Expectation], calls: list[dict[str, Any]], catalog: Catalog,
-               fills_arguments: bool = True) -> dict[str, Any]:
+def score_case(expects: list[Expectation], calls: list[CalledTool], catalog: Catalog,
+               fills_arguments: bool = True) -> Score:
     """Score one case.  ``fills_arguments=False`` (a retriever): selection only, no argument checks."""
     expected_label = expects[0].tool if expects else NONE
     called_label = calls[0]["tool"] if calls else NONE
     correct = expected_label == called_label
+    arguments: ArgumentCheck | None
     if not fills_arguments:
         arguments = None
         passed = correct

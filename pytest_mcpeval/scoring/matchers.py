@@ -18,13 +18,14 @@ Semantics (documented in docs/format.md), modelled on BFCL's AST checker:
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from pytest_mcpeval.text import did_you_mean
 
 VALUE_KEYS = ("equals", "any_of", "regex", "approx", "text", "ignore")
 MODIFIER_KEYS = ("optional", "tol")
@@ -166,21 +167,16 @@ def check_object(expected: Mapping[str, Matcher], actual: Mapping[str, Any], all
     return bad
 
 
-def _suggest(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.7)
-    return f"; did you mean `{close[0]}`?" if close else ""
-
-
 def compile_value(raw: Any, path: tuple[str | int, ...] = ()) -> Matcher:
     """Compile a literal or matcher from the benchmark file; raise :class:`MatcherError`."""
     if isinstance(raw, Mapping):
         keys = [str(k) for k in raw]
         known = [k for k in keys if k in MATCHER_KEYS]
         if not known:
-            if len(keys) == 1 and _suggest(keys[0], sorted(MATCHER_KEYS)):
+            if len(keys) == 1 and did_you_mean(keys[0], MATCHER_KEYS, cutoff=0.7):
                 raise MatcherError(
                     path,
-                    f"unknown matcher `{keys[0]}`{_suggest(keys[0], sorted(MATCHER_KEYS))} "
+                    f"unknown matcher `{keys[0]}`{did_you_mean(keys[0], MATCHER_KEYS, cutoff=0.7)} "
                     "(to expect a literal object with this key, write {equals: {...}})",
                 )
             return Matcher("object", {str(k): compile_value(v, (*path, str(k))) for k, v in raw.items()})
@@ -197,7 +193,7 @@ def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | 
         if key not in MATCHER_KEYS:
             raise MatcherError(
                 (*path, key),
-                f"unknown matcher key `{key}`{_suggest(key, sorted(MATCHER_KEYS))} "
+                f"unknown matcher key `{key}`{did_you_mean(key, MATCHER_KEYS, cutoff=0.7)} "
                 f"(matcher keys: {', '.join(sorted(MATCHER_KEYS))})",
             )
     value_keys = [k for k in keys if k in VALUE_KEYS]

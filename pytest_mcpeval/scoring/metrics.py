@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pytest_mcpeval.report.types import ArgumentRates, CaseResult, ConfusedPair, SelectionMetrics, ToolMetrics
 from pytest_mcpeval.scoring.case import NONE
 
 ARGUMENT_METRICS = {
@@ -32,10 +33,10 @@ def _ratio(num: float, den: float) -> float | None:
     return float(num) / float(den) if den else None
 
 
-def argument_rates(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def argument_rates(cases: Sequence[CaseResult]) -> ArgumentRates:
     """The four argument metrics over correctly selected cases that expected a tool."""
-    checks = [c["arguments"] for c in cases if c.get("arguments") is not None]
-    out: dict[str, Any] = {"evaluated": len(checks)}
+    checks = [a for c in cases if (a := c.get("arguments")) is not None]
+    rates: dict[str, float | None] = {}
     for metric, key in ARGUMENT_METRICS.items():
         hits = total = 0
         for a in checks:
@@ -43,8 +44,37 @@ def argument_rates(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
             if value is not None:
                 total += 1
                 hits += bool(value)
-        out[metric] = _ratio(hits, total)
-    return out
+        rates[metric] = _ratio(hits, total)
+    return {"evaluated": len(checks), "hallucination_rate": rates["hallucination_rate"],
+            "all_expected_rate": rates["all_expected_rate"], "all_required_rate": rates["all_required_rate"],
+            "exact_match_rate": rates["exact_match_rate"]}
+
+
+def f1_scores(tp: Any, support: Any, predicted: Any) -> Any:
+    """Per-label F1 = 2TP / (2TP + FP + FN) = 2TP / (support + predicted), NaN where undefined (a label
+    neither expected nor called).  Vectorised: any array shapes that broadcast, e.g. (resamples, labels)."""
+    import numpy as np
+
+    den = np.asarray(support, dtype=float) + predicted
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, 2 * np.asarray(tp, dtype=float) / np.where(den > 0, den, 1), np.nan)
+
+
+def macro_f1(f1: Any) -> Any:
+    """Mean F1 over the defined labels (last axis); NaN when none is defined."""
+    import numpy as np
+
+    defined = ~np.isnan(f1)
+    count = defined.sum(axis=-1)
+    total = np.where(defined, f1, 0.0).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+
+
+def _value(x: Any) -> float | None:
+    """A numpy scalar as a plain float, NaN as None (a report never holds numpy values or NaN)."""
+    value = float(x)
+    return None if value != value else value
 
 
 def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[str]) -> Any:
@@ -60,28 +90,28 @@ def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[s
     return matrix
 
 
-def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     """Every metric of one model; ``cases`` are result dicts of that model (errors included)."""
     import numpy as np
 
     errors = [c for c in cases if c.get("error")]
     scored = [c for c in cases if not c.get("error") and c.get("correct") is not None]
-    expected = [c["expected_label"] for c in scored]
-    called = [c["called_label"] for c in scored]
+    expected = [c["expected_label"] or NONE for c in scored]
+    called = [c["called_label"] or NONE for c in scored]
     labels = sort_labels([*expected, *called])
     matrix = confusion(expected, called, labels)
     tp = np.diag(matrix).astype(float)
     support = matrix.sum(axis=1).astype(float)
     predicted = matrix.sum(axis=0).astype(float)
 
-    right_by_label: dict[str, list[dict[str, Any]]] = {}
-    for c in scored:
+    right_by_label: dict[str, list[CaseResult]] = {}
+    for c, label in zip(scored, expected, strict=True):
         if c["correct"]:
-            right_by_label.setdefault(c["expected_label"], []).append(c)
-    tools: dict[str, dict[str, Any]] = {}
-    f1_values: list[float] = []
+            right_by_label.setdefault(label, []).append(c)
+    tools: dict[str, ToolMetrics] = {}
+    f1_all = f1_scores(tp, support, predicted)
     for i, label in enumerate(labels):
-        f1 = _ratio(2 * tp[i], support[i] + predicted[i])
+        f1 = _value(f1_all[i])
         tools[label] = {
             "precision": _ratio(tp[i], predicted[i]),
             "recall": _ratio(tp[i], support[i]),
@@ -90,15 +120,13 @@ def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "predicted": int(predicted[i]),
             "arguments": argument_rates(right_by_label.get(label, [])),
         }
-        if f1 is not None:
-            f1_values.append(f1)
     total_support = float(support.sum())
     weighted = (
-        float(sum(tools[label]["f1"] * support[i] for i, label in enumerate(labels))) / total_support
+        float(sum((tools[label]["f1"] or 0.0) * support[i] for i, label in enumerate(labels))) / total_support
         if total_support
         else None
     )
-    pairs: list[dict[str, Any]] = [
+    pairs: list[ConfusedPair] = [
         {"expected": labels[i], "called": labels[j], "count": int(matrix[i, j])}
         for i in range(len(labels))
         for j in range(len(labels))
@@ -112,11 +140,11 @@ def model_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "errors": len(errors),
         "accuracy": _ratio(float(tp.sum()), len(scored)),
         "pass_rate": _ratio(sum(passed), len(passed)),
-        "macro_f1": float(np.mean(f1_values)) if f1_values else None,
+        "macro_f1": _value(macro_f1(f1_all)) if labels else None,
         "weighted_f1": weighted,
         "tools": tools,
         "confusion": {"labels": labels, "matrix": matrix.tolist()},
         "confused_pairs": pairs,
         "arguments": argument_rates([c for c in scored if c["correct"]]),
-        "diagnoses": dict(sorted(Counter(c["diagnosis"] for c in scored if c.get("diagnosis")).items())),
+        "diagnoses": dict(sorted(Counter(d for c in scored if (d := c.get("diagnosis"))).items())),
     }

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from math import comb
-from typing import Any
+
+from pytest_mcpeval.report.types import CaseResult, CaseUsage, RepeatMetrics, UsageMetrics
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -25,12 +26,12 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-def repeat_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def repeat_metrics(cases: Sequence[CaseResult]) -> RepeatMetrics:
     if not any(case.get("repeat") for case in cases):  # one run per case: pass@1 = pass^1 = pass rate
         outcomes = [bool(c["passed"]) for c in cases if not c.get("error") and c.get("passed") is not None]
         rate = sum(outcomes) / len(outcomes) if outcomes else None
         runs = 1 if outcomes else 0
-        at = {"1": rate} if outcomes else {}
+        at: dict[str, float | None] = {"1": rate} if outcomes else {}
         return {"runs": runs, "pass_at_k": at, "pass_hat_k": dict(at), "flaky": [], "successes": {}}
     counts: dict[tuple[str, str], list[int]] = {}
     for case in cases:
@@ -54,14 +55,14 @@ def repeat_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "pass_at_k": pass_at,
         "pass_hat_k": pass_hat,
         "flaky": sorted(f"{f}::{i}" for (f, i), (n, c) in counts.items() if 0 < c < n),
-        "successes": {f"{f}::{i}": [c, n] for (f, i), (n, c) in sorted(counts.items())} if repeated else {},
+        "successes": {f"{f}::{i}": (c, n) for (f, i), (n, c) in sorted(counts.items())} if repeated else {},
     }
 
 
-def usage_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
     """Tokens, cost and latency of a model's calls; replayed (cached) calls cost nothing."""
     calls = 0
-    fresh: list[dict[str, Any]] = []
+    fresh: list[CaseUsage] = []
     latencies: list[float] = []
     for case in cases:
         usage = case.get("usage")
@@ -70,9 +71,9 @@ def usage_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
         calls += 1
         if not usage.get("cached"):
             fresh.append(usage)
-            latencies.append(case["latency_s"])
+            latencies.append(case.get("latency_s", 0.0))
     latencies.sort()
-    costs = [u["cost_usd"] for u in fresh if u.get("cost_usd") is not None]
+    costs = [cost for u in fresh if (cost := u.get("cost_usd")) is not None]
 
     def quantile(q: float) -> float | None:
         if not latencies:

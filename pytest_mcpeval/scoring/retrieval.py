@@ -12,15 +12,17 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_mcpeval.report.types import CaseResult, CaseRetrieval, RankInfo, RetrievalMetrics, RetrievalTool
+
 KS = (1, 3, 5, 10)
-REPORT_K = 5
+REPORT_K = 5  # the cut-off of the per-tool fields (their names say 5: report.types.RetrievalTool)
 MAX_OUTRANKED = 5
 
 
-def retrieval_ranks(expects: Sequence[Any], ranking: list[tuple[str, float]], top_k: int) -> dict[str, Any]:
+def retrieval_ranks(expects: Sequence[Any], ranking: list[tuple[str, float]], top_k: int) -> CaseRetrieval:
     """What a case keeps of a ranking: the top ``top_k`` and the rank of each expected tool."""
     position = {name: i for i, (name, _) in enumerate(ranking)}
-    expected: dict[str, Any] = {}
+    expected: dict[str, RankInfo] = {}
     for expect in expects:
         i = position.get(expect.tool)
         expected[expect.tool] = {
@@ -28,45 +30,46 @@ def retrieval_ranks(expects: Sequence[Any], ranking: list[tuple[str, float]], to
             "score": None if i is None else ranking[i][1],
             "outranked_by": [] if i is None else [name for name, _ in ranking[: min(i, MAX_OUTRANKED)]],
         }
-    return {"tools": len(ranking), "top": [[n, s] for n, s in ranking[:top_k]], "expected": expected}
+    return {"tools": len(ranking), "top": [(n, s) for n, s in ranking[:top_k]], "expected": expected}
 
 
-def retrieval_metrics(cases: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def retrieval_metrics(cases: Sequence[CaseResult]) -> RetrievalMetrics | None:
     """Aggregate over a model's cases; ``None`` when the model produced no rankings (not a retriever)."""
-    ranked = [c for c in cases if not c.get("error") and c.get("retrieval")]
+    ranked = [(c, r) for c in cases if not c.get("error") and (r := c.get("retrieval"))]
     if not ranked:
         return None
-    scored = [c for c in ranked if c["retrieval"]["expected"]]
+    scored = [(c, r) for c, r in ranked if r["expected"]]
     recall: dict[str, float | None] = {}
     for k in KS:
         shares = []
-        for c in scored:
-            ranks = [e["rank"] for e in c["retrieval"]["expected"].values()]
-            shares.append(sum(1 for r in ranks if r is not None and r <= k) / len(ranks))
+        for _, r in scored:
+            ranks = [e["rank"] for e in r["expected"].values()]
+            shares.append(sum(1 for rank in ranks if rank is not None and rank <= k) / len(ranks))
         recall[str(k)] = sum(shares) / len(shares) if shares else None
     reciprocal = []
-    for c in scored:
-        ranks = [e["rank"] for e in c["retrieval"]["expected"].values() if e["rank"] is not None]
-        reciprocal.append(1.0 / min(ranks) if ranks else 0.0)
-    tools: dict[str, dict[str, Any]] = {}
-    for c in scored:
-        for tool, info in c["retrieval"]["expected"].items():
-            entry = tools.setdefault(tool, {"cases": 0, "ranks": [], "missed": [], "outranked_by": Counter()})
-            entry["cases"] += 1
-            entry["ranks"].append(info["rank"])
+    for _, r in scored:
+        known_ranks = [e["rank"] for e in r["expected"].values() if e["rank"] is not None]
+        reciprocal.append(1.0 / min(known_ranks) if known_ranks else 0.0)
+    ranks_of: dict[str, list[int | None]] = {}
+    missed: dict[str, list[str]] = {}
+    above: dict[str, Counter[str]] = {}
+    for c, r in scored:
+        for tool, info in r["expected"].items():
+            ranks_of.setdefault(tool, []).append(info["rank"])
+            missed.setdefault(tool, [])
+            above.setdefault(tool, Counter())
             if info["rank"] is None or info["rank"] > REPORT_K:
-                entry["missed"].append(f"{c['file']}::{c['id']}")
-                entry["outranked_by"].update(info["outranked_by"])
-    per_tool = {}
-    for tool in sorted(tools):
-        entry = tools[tool]
-        known = [r for r in entry["ranks"] if r is not None]
+                missed[tool].append(f"{c['file']}::{c['id']}")
+                above[tool].update(info["outranked_by"])
+    per_tool: dict[str, RetrievalTool] = {}
+    for tool in sorted(ranks_of):
+        known = [rank for rank in ranks_of[tool] if rank is not None]
         per_tool[tool] = {
-            "cases": entry["cases"],
+            "cases": len(ranks_of[tool]),
             "mean_rank": sum(known) / len(known) if known else None,
-            f"recall_at_{REPORT_K}": sum(1 for r in known if r <= REPORT_K) / entry["cases"],
-            f"outside_top_{REPORT_K}": entry["missed"],
-            "outranked_by": dict(entry["outranked_by"].most_common()),
+            "recall_at_5": sum(1 for rank in known if rank <= REPORT_K) / len(ranks_of[tool]),
+            "outside_top_5": missed[tool],
+            "outranked_by": dict(above[tool].most_common()),
         }
     return {
         "cases": len(scored),

@@ -1,0 +1,14 @@
+"""Every default of the plugin in one place.
+
+The options' defaults (plugin.py), the :class:`~pytest_mcpeval.settings.Settings` fields and the modules
+that also run without a Settings object (the litellm client, the dispatcher, the comparison) read these.
+Pure constants: importing this module costs nothing.
+"""
+
+DEFAULT_CONCURRENCY = 16  # model calls in flight per model
+DEFAULT_TIMEOUT = 120.0  # seconds, one model call attempt
+DEFAULT_RETRIES = 3  # after a rate limit or a transient error
+DEFAULT_CONNECT_TIMEOUT = 60.0  # seconds to start an MCP server and list its tools
+DEFAULT_DROP_LEVEL = 0.05  # significance level of the drop test
+DEFAULT_DROP_MARGIN = 0.02  # classifies drops and improvements when --mcp-fail-on-drop is not given
+DEFAULT_RESAMPLES = 10_000  # bootstrap resamples and Monte-Carlo swap patterns of the drop test

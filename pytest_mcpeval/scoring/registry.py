@@ -1,0 +1,109 @@
+"""The one registry of metrics: every name a threshold, a comparison or a summary may use.
+
+Each :class:`Metric` says which family it belongs to, whether higher is better, whether it is per tool,
+where its value lives in a model's metrics (``report.types.ModelMetrics``) and how it is shown.  The
+values themselves are computed in one place each: selection and arguments in :mod:`.metrics`,
+retrieval in :mod:`.retrieval`, repeats in :mod:`.repeats`.  Thresholds (``gate``), the baseline
+comparison (``compare``), option parsing (``settings``) and the terminal summary look names up here.
+Pure: no pytest, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_mcpeval.scoring.retrieval import KS
+
+Family = Literal["selection", "arguments", "retrieval"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    family: Family
+    description: str
+    path: tuple[str, ...] = ()  # where the model-level value lives in ModelMetrics; () = per tool only
+    tool_path: tuple[str, ...] | None = None  # where the per-tool value lives in ToolMetrics
+    higher_is_better: bool = True
+    percent: bool = True  # shown as a percentage (else as a number with three decimals)
+
+    @property
+    def per_tool_only(self) -> bool:
+        return not self.path
+
+    def read(self, metrics: Mapping[str, object], tool: str | None = None) -> float | None:
+        """The value for a model (or one of its tools); ``None`` when it was not measured."""
+        if tool is not None:
+            if self.tool_path is None:
+                return None
+            tools = metrics.get("tools")
+            node: Any = tools.get(tool) if isinstance(tools, Mapping) else None
+            path = self.tool_path
+        else:
+            node, path = metrics, self.path
+        for key in path:
+            if not isinstance(node, Mapping):
+                return None
+            node = node.get(key)
+        return None if node is None else float(node)
+
+    def applies_to(self, metrics: Mapping[str, object]) -> bool:
+        """Whether a model measures this family at all: only retrievers rank tools, and fill no arguments."""
+        if self.family == "retrieval":
+            return metrics.get("retrieval") is not None
+        if self.family == "arguments":
+            arguments = metrics.get("arguments")
+            return not isinstance(arguments, Mapping) or bool(arguments.get("applicable", True))
+        return True
+
+    def not_applicable_reason(self) -> str:
+        if self.family == "retrieval":
+            return "it is not a retriever: only local/... models rank tools"
+        return "a retriever fills no arguments"
+
+    def fmt(self, value: float | None) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:.1%}" if self.percent else f"{value:.3f}"
+
+
+def _argument(name: str, key: str, description: str, higher_is_better: bool = True) -> Metric:
+    return Metric(name, "arguments", description, ("arguments", key), ("arguments", key), higher_is_better)
+
+
+_ALL = (
+    Metric("accuracy", "selection", "share of scored cases whose first call is the first expected tool",
+           ("accuracy",)),
+    Metric("pass_rate", "selection", "share of scored cases that pass (right tools, right arguments)", ("pass_rate",)),
+    Metric("macro_f1", "selection", "mean per-label F1 over the labels of the confusion matrix", ("macro_f1",),
+           percent=False),
+    Metric("weighted_f1", "selection", "support-weighted per-label F1", ("weighted_f1",), percent=False),
+    Metric("precision", "selection", "of the cases that called the tool, the share that expected it",
+           tool_path=("precision",), percent=False),
+    Metric("recall", "selection", "of the cases that expected the tool, the share that called it",
+           tool_path=("recall",), percent=False),
+    Metric("f1", "selection", "harmonic mean of the tool's precision and recall", tool_path=("f1",), percent=False),
+    _argument("hallucination_rate", "hallucination_rate", "calls naming an argument the schema does not define",
+              higher_is_better=False),
+    _argument("all_expected_rate", "all_expected_rate", "calls giving every non-optional expected argument"),
+    _argument("all_required_rate", "all_required_rate", "calls giving every argument the schema requires"),
+    _argument("exact_match_rate", "exact_match_rate", "calls whose arguments match the expectation exactly"),
+    *(Metric(f"recall_at_{k}", "retrieval", f"share of expected tools a retriever ranks within the top {k}",
+             ("retrieval", "recall_at", str(k))) for k in KS),
+    Metric("mrr", "retrieval", "mean reciprocal rank of the best-ranked expected tool", ("retrieval", "mrr"),
+           percent=False),
+)
+
+METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
+NAMES: tuple[str, ...] = tuple(METRICS)
+TOOL_METRICS: tuple[str, ...] = tuple(m.name for m in _ALL if m.tool_path is not None)
+
+# --mcp-drop-metrics: what the baseline comparison tests; `tool_f1` stands for f1[TOOL] of every label
+DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "pass_rate", "tool_f1")
+DEFAULT_DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1")
+
+
+def get(name: str) -> Metric:
+    return METRICS[name]
