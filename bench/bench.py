@@ -53,7 +53,7 @@ def write_suite(root: Path, cases: int) -> None:
 
 
 def start_server(root: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([PY, "-m", "pytest_mcpeval.models.scripted", "--latency", str(latency),
+    proc = subprocess.Popen([PY, "-m", "pytest_mcpeval.testing", "--latency", str(latency),
                              "--script", str(root / "script.json")], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()

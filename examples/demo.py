@@ -26,7 +26,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent
 REPO = EXAMPLES.parent

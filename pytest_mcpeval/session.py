@@ -64,7 +64,7 @@ class EvalSession:
         settings = self.config.stash[SETTINGS_KEY]
         if not self.results and settings.report_path is None and not settings.thresholds and not self.lint:
             return
-        from pytest_mcpeval.gate import catalog_failures, check_names, evaluate
+        from pytest_mcpeval.gate.thresholds import catalog_failures, check_names, evaluate
         from pytest_mcpeval.report.model import build_report, lint_section, write_json
 
         models_run = {r["model"] for r in self.results}
@@ -93,7 +93,7 @@ class EvalSession:
             report["gate"]["failures"] = failures
             report["gate"]["passed"] = not failures and not self.usage_errors
         if settings.save_baseline is not None and self.results:
-            from pytest_mcpeval.compare import make_baseline
+            from pytest_mcpeval.gate.baseline import make_baseline
 
             write_json(make_baseline(report), settings.save_baseline)
         if settings.markdown_path is not None and "comparison" not in report:  # the run's own summary
@@ -119,8 +119,9 @@ class EvalSession:
 
     def compare(self, report: Report, settings: Settings) -> list[str]:
         """Compare with the baseline; the drops that fail the gate (with --mcp-fail-on-drop)."""
-        from pytest_mcpeval.compare import compare, markdown
         from pytest_mcpeval.defaults import DEFAULT_DROP_MARGIN
+        from pytest_mcpeval.gate.compare import compare
+        from pytest_mcpeval.report.markdown import comparison_markdown
 
         assert settings.baseline is not None
         margin = settings.fail_on_drop if settings.fail_on_drop is not None else DEFAULT_DROP_MARGIN
@@ -137,7 +138,7 @@ class EvalSession:
             "only_in_baseline": comparison.only_in_baseline,
             "only_in_current": comparison.only_in_current,
         }
-        self.write_markdown(markdown(comparison, settings.baseline, report), settings)
+        self.write_markdown(comparison_markdown(comparison, settings.baseline, report), settings)
         return comparison.failures() if settings.fail_on_drop is not None else []
 
     @staticmethod

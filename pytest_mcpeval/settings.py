@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.report.types import Baseline
 
 from pytest_mcpeval.defaults import (
     DEFAULT_CONCURRENCY,
@@ -19,7 +22,7 @@ from pytest_mcpeval.defaults import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
 )
-from pytest_mcpeval.gate import Threshold, ThresholdError, parse_threshold
+from pytest_mcpeval.gate.thresholds import Threshold, ThresholdError, parse_threshold
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 
@@ -135,7 +138,7 @@ class Settings:
     snapshots: bool = False
     save_baseline: Path | None = None
     compare_path: Path | None = None
-    baseline: dict[str, Any] | None = None
+    baseline: Baseline | None = None
     fail_on_drop: float | None = None
     drop_level: float = DEFAULT_DROP_LEVEL
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
@@ -180,7 +183,7 @@ class Settings:
         report = path(opt.mcp_report)
         baseline = None
         if opt.mcp_compare:
-            from pytest_mcpeval.compare import BaselineError, load_baseline
+            from pytest_mcpeval.gate.baseline import BaselineError, load_baseline
 
             try:
                 baseline = load_baseline(path(opt.mcp_compare) or "")

@@ -30,7 +30,7 @@ import yaml  # noqa: F401
 
 import pytest_mcpeval.checks
 import pytest_mcpeval.collect
-import pytest_mcpeval.compare
+import pytest_mcpeval.gate.compare
 import pytest_mcpeval.lint
 import pytest_mcpeval.listing
 import pytest_mcpeval.models.litellm_client
@@ -40,7 +40,7 @@ import pytest_mcpeval.report.terminal
 import pytest_mcpeval.run.single
 import pytest_mcpeval.servers
 import pytest_mcpeval.session  # noqa: F401
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 

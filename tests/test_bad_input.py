@@ -9,8 +9,8 @@ import pytest
 from conftest import GITHUB_TOOLS, make_project, run
 
 from pytest_mcpeval.loader import MAX_SHOWN, BenchmarkError, load
-from pytest_mcpeval.models.scripted import ScriptedModelServer
 from pytest_mcpeval.schema import keys_at
+from pytest_mcpeval.testing import ScriptedModelServer
 
 GOOD_CASE = """
   - id: one

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from pytest_mcpeval.compare import (
-    BASELINE_VERSION,
+from pytest_mcpeval.gate.baseline import BASELINE_VERSION, BaselineError, load_baseline, make_baseline
+from pytest_mcpeval.gate.compare import (
     METRICS,
-    BaselineError,
     Comparison,
     _columns,
     _f1_stat,
@@ -30,13 +29,9 @@ from pytest_mcpeval.compare import (
     bootstrap_interval,
     changed_tools,
     compare,
-    format_p,
-    load_baseline,
-    make_baseline,
-    markdown,
-    mcnemar_exact,
-    permutation_test,
 )
+from pytest_mcpeval.gate.significance import format_p, mcnemar_exact, permutation_test
+from pytest_mcpeval.report.markdown import comparison_markdown as markdown
 from pytest_mcpeval.report.model import build_report
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import model_metrics, sort_labels

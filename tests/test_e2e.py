@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conftest import GITHUB_TOOLS, make_project, read_report, run, status
 
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 APRIL = "How many issues were created in the github/github-mcp-server repository during April 2025?"
 WEATHER = "What's the weather like today?"

@@ -23,7 +23,7 @@ from pytest_mcpeval.lint import (
     tool_texts,
 )
 from pytest_mcpeval.loader import Benchmark, load
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent
 GITHUB_TOOLS = ROOT / "tests" / "data" / "github-tools.json"

@@ -23,7 +23,7 @@ from conftest import read_report, run
 from pytest_mcpeval.models import ModelCallError, litellm_client
 from pytest_mcpeval.models.config import ModelRegistry, ModelSpec
 from pytest_mcpeval.models.reply import ModelReply
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost"}
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GEMINI_API_KEY",

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_mcpeval.listing import describe_tool, listing_lines
-from pytest_mcpeval.models.scripted import ScriptedModelServer
 from pytest_mcpeval.report.markdown import code, summary
 from pytest_mcpeval.report.terminal import miss_lines
+from pytest_mcpeval.testing import ScriptedModelServer
 from pytest_mcpeval.text import plural
 
 TRACKER = Path(__file__).parent.parent / "examples" / "tracker"

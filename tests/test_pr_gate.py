@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import GITHUB_TOOLS, make_project, read_report, run
 
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 TOOLS = [
     {"name": "list_issues", "description": "List issues in a repository, filtered by state and labels.",

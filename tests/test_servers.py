@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import make_project, read_report, run
 
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 SERVER = '''
 import os, sys

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import make_project
 
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "list_issues", "description": "List issues in a repository, filtered by state and labels.",

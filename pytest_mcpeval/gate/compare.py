@@ -1,4 +1,4 @@
-"""Compare a run against a baseline run: paired significance tests and a Markdown summary.
+"""Compare a run against a baseline run: metric by metric, on the paired cases.
 
 Cases of the two runs are paired by ``(file, id, model, repeat)``; a pair is left out when either side
 is an error (or unscored).  Every metric is computed on the paired cases only, on both sides, so that
@@ -19,181 +19,18 @@ fails on.  Everything is seeded: the same inputs give the same output.
 
 from __future__ import annotations
 
-import difflib
-import json
-import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES
+from pytest_mcpeval.gate.significance import _CHUNK, format_p, mcnemar_exact, permutation_test
 from pytest_mcpeval.report.types import Flipped
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import f1_scores, macro_f1, sort_labels
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 
-BASELINE_VERSION = 1
-BASELINE_KIND = "pytest-mcpeval-baseline"
 METRICS = DROP_METRICS  # the names --mcp-drop-metrics accepts (scoring.registry)
-_CASE_FIELDS = ("file", "id", "model", "repeat", "correct", "passed", "expected_label", "called_label", "error")
-_CHUNK = 1000  # resamples (or swap patterns) per matrix product: bounds memory to CHUNK x cases floats
-_EXACT_OUTCOMES = 1 << 16  # swap outcomes up to which a permutation test is exact (always for 16 discordant pairs)
-_EXACT_PAIRS = 1000  # ... and discordant pairs up to which it is (binomial coefficients stay cheap)
-_CELLS = 1 << 20  # floats per array of swap patterns or shifted counts in one product (8 MB)
-_TOLERANCE = 1e-12  # a swapped |diff| within this of the observed one counts as reaching it
-_LIST_LIMIT = 20
-
-
-class BaselineError(ValueError):
-    """A baseline file that cannot be used; the message is one line."""
-
-
-# --------------------------------------------------------------------------------------------- baseline
-
-
-def make_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A compact, JSON-able baseline from a report: headline metrics, per-case outcomes, catalogs."""
-    models: dict[str, dict[str, Any]] = {}
-    for name, m in (report.get("models") or {}).items():
-        models[name] = {
-            "accuracy": m.get("accuracy"),
-            "macro_f1": m.get("macro_f1"),
-            "pass_rate": m.get("pass_rate"),
-            "tools": {tool: t.get("f1") for tool, t in (m.get("tools") or {}).items()},
-        }
-    return {
-        "version": BASELINE_VERSION,
-        "kind": BASELINE_KIND,
-        "plugin_version": report.get("plugin_version"),
-        "models": models,
-        "cases": [{k: c.get(k) for k in _CASE_FIELDS} for c in report.get("cases") or []],
-        "catalogs": report.get("catalogs", {}),
-    }
-
-
-def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a baseline written from :func:`make_baseline`; :class:`BaselineError` when unusable."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"baseline file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read baseline {p}: {exc}".replace("\n", " ")) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise BaselineError(f"baseline {p} is not valid JSON: {exc.msg} ({where})") from None
-    if not isinstance(data, dict):
-        raise BaselineError(f"baseline {p}: expected a JSON object of kind {BASELINE_KIND!r}, "
-                            f"found {type(data).__name__}")
-    if data.get("kind") != BASELINE_KIND:
-        raise BaselineError(f"baseline {p}: expected kind {BASELINE_KIND!r}, found {data.get('kind')!r} "
-                            "(write one with pytest_mcpeval.compare.make_baseline)")
-    if data.get("version") != BASELINE_VERSION:
-        raise BaselineError(f"baseline {p}: expected version {BASELINE_VERSION}, found {data.get('version')!r}")
-    if not isinstance(data.get("cases"), list) or not all(isinstance(c, dict) for c in data["cases"]):
-        raise BaselineError(f"baseline {p}: expected 'cases' to be a list of objects")
-    return data
-
-
-# ------------------------------------------------------------------------------------------ statistics
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value for ``b`` and ``c`` discordant pairs (binomial test, p = 0.5).
-
-    It is the paired permutation test of a count (accuracy, pass rate): swapping the two outcomes of a
-    discordant pair turns its +1 into -1, so the swapped difference is a sum of fair coin signs.
-    """
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / (1 << n))
-
-
-def _exact_share(sizes: Any, counts: Any, extreme: Any) -> float:
-    """The share of the ``2**k`` swap patterns (``k = sum(sizes)``) in the rows of ``counts`` (swapped pairs of
-    each type) marked ``extreme``: a row stands for the product of C(size, count) patterns.  Exact integers up
-    to k = 62, correctly rounded binomial probabilities beyond."""
-    import numpy as np
-
-    if extreme.all():
-        return 1.0
-    k = int(sizes.sum())
-    if k <= 62:  # every product of binomial coefficients is at most 2**k
-        weights = np.ones(len(counts), dtype=np.int64)
-        for g, m in enumerate(sizes.tolist()):
-            weights *= np.array([math.comb(m, j) for j in range(m + 1)], dtype=np.int64)[counts[:, g]]
-        return int(weights[extreme].sum()) / (1 << k)
-    shares = np.ones(len(counts))
-    for g, m in enumerate(sizes.tolist()):
-        shares *= np.array([math.comb(m, j) / (1 << m) for j in range(m + 1)])[counts[:, g]]
-    return min(1.0, float(shares[extreme].sum()))
-
-
-def permutation_test(before: Any, after: Any, stat: Callable[[Any], Any], resamples: int = DEFAULT_RESAMPLES,
-                     seed: int = 0, exact_limit: int = _EXACT_OUTCOMES) -> tuple[float, int]:
-    """Two-sided paired permutation (swap) test of ``stat(after) - stat(before)``: ``(p, discordant)``.
-
-    ``before`` and ``after`` hold one row of count columns per paired case (see ``_columns``); ``stat`` maps
-    rows of summed counts, shape ``(m, w)``, to ``m`` metric values (NaN where undefined).  Under the null
-    hypothesis the two outcomes of each pair are exchangeable, so each pair is swapped with probability 1/2;
-    p is the share of the ``2**k`` swap patterns whose ``|diff|`` reaches the observed one (tolerance 1e-12),
-    where ``k`` counts the *discordant* pairs (rows that differ): the others change nothing.  p is at least
-    ``2 / 2**k``, since the observed pattern and its mirror always count.
-
-    Pairs whose rows change by the same vector are interchangeable, so a pattern matters only through how
-    many pairs of each such type it swaps: ``C(m, j)`` patterns swap ``j`` of a type's ``m`` pairs.  When
-    there are at most ``exact_limit`` such combinations (always when ``k <= 16``) and ``k <= 1000``, p is
-    computed exactly over all of them; otherwise from ``resamples`` seeded random swap patterns, with
-    p = (1 + hits) / (1 + resamples).  A pattern under which the metric is undefined on either side counts
-    as reaching the observed difference (no evidence is drawn from it); an undefined observed difference
-    gives p = 1.
-    """
-    import numpy as np
-
-    before = np.asarray(before, dtype=np.float64)
-    after = np.asarray(after, dtype=np.float64)
-    delta = after - before
-    rows = np.flatnonzero(np.any(delta != 0, axis=1))
-    k = int(rows.size)
-    sum_b, sum_a = before.sum(axis=0)[None, :], after.sum(axis=0)[None, :]
-    observed = float(stat(sum_a)[0] - stat(sum_b)[0])
-    if k == 0 or math.isnan(observed):
-        return 1.0, k
-    types, inverse, sizes = np.unique(delta[rows], axis=0, return_inverse=True, return_counts=True)
-    threshold = abs(observed) - _TOLERANCE
-
-    def extreme(counts: Any) -> Any:  # shift = counts @ types: before' = before + shift, after' = after - shift
-        shift = counts @ types
-        diffs = stat(sum_a - shift) - stat(sum_b + shift)
-        return np.isnan(diffs) | (np.abs(diffs) >= threshold)
-
-    if math.prod(int(m) + 1 for m in sizes) <= exact_limit and k <= _EXACT_PAIRS:
-        grid = np.meshgrid(*(np.arange(int(m) + 1) for m in sizes), indexing="ij")
-        counts = np.stack([axis.ravel() for axis in grid], axis=1)
-        return _exact_share(sizes, counts, extreme(counts.astype(np.float64))), k
-    rng = np.random.default_rng(seed)
-    order = np.argsort(inverse.ravel(), kind="stable")  # pairs grouped by type, for counting swaps per type
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    chunk = max(_CHUNK, _CELLS // (k + types.shape[1]))
-    count = 0
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)
-        swapped = np.add.reduceat(bits[:, order].astype(np.int64), starts, axis=1)
-        count += int(np.count_nonzero(extreme(swapped.astype(np.float64))))
-    return (1 + count) / (1 + resamples), k
-
-
-def format_p(p: float) -> str:
-    """A p-value as every rendering prints it: four decimals, ``< 0.0001`` below that."""
-    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
 
 
 def _p_clause(p: float) -> str:
@@ -201,7 +38,7 @@ def _p_clause(p: float) -> str:
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
-def _fmt_level(level: float) -> str:
+def confidence(level: float) -> str:
     return f"{100 * (1 - level):g}%"
 
 
@@ -239,7 +76,7 @@ class MetricChange:
             return f"model {self.model}: {self.metric} {b} -> {a} (not comparable, n = {self.n} paired cases)"
         verb = "dropped" if self.diff < 0 else "rose" if self.diff > 0 else "unchanged"
         ci = ("" if self.ci_low is None or self.ci_high is None
-              else f", {_fmt_level(self.level)} CI [{self.ci_low:.3f}, {self.ci_high:.3f}]")
+              else f", {confidence(self.level)} CI [{self.ci_low:.3f}, {self.ci_high:.3f}]")
         return (f"model {self.model}: {self.metric} {verb} {self.before:.3f} -> {self.after:.3f} "
                 f"({self.diff:+.3f}{ci}, {_p_clause(self.p_value)}, {self.discordant} of {self.n} paired cases "
                 "changed)")
@@ -480,9 +317,6 @@ def compare(
                       {m: len(pairs[m]) for m in models}, margin, level)
 
 
-# ------------------------------------------------------------------------------------------- markdown
-
-
 def _catalog_tools(entry: Any) -> Mapping[str, Any]:
     """The tools of one catalog entry: ``{tool: {hash, description}}``, or that under ``"tools"`` (the
     ``{server, tools, tokens}`` form)."""
@@ -516,83 +350,3 @@ def changed_tools(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> di
             new = [d for h, d in a.items() if h not in b] or list(a.values())
             out[tool] = (old[0], new[0])
     return out
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _marker(change: MetricChange) -> str:
-    return "🔻" if change.drop else "🔺" if change.improvement else ""
-
-
-def _row(name: str, c: MetricChange) -> str:
-    ci = "—" if c.ci_low is None or c.ci_high is None else f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]"
-    p = "—" if c.diff is None else format_p(c.p_value)
-    return (f"| {name} | {_fmt(c.before)} | {_fmt(c.after)} | {_fmt(c.diff, signed=True)} | {ci} | {p} "
-            f"| {c.discordant} | {_marker(c)} |")
-
-
-def markdown(comparison: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str:
-    """A pull request summary of the comparison: gate result, metric and tool tables, flipped cases."""
-    conf = _fmt_level(comparison.level)
-    changed = changed_tools(baseline, current)
-    lines = ["## pytest-mcpeval: comparison with the baseline", ""]
-    failures = comparison.failures()
-    if failures:
-        lines.append(f"❌ **{len(failures)} significant drop{'s' if len(failures) != 1 else ''}** "
-                     f"(margin {comparison.margin:g}, level {comparison.level:g})")
-        lines += ["", *(f"- {s}" for s in failures)]
-    else:
-        lines.append(f"✅ **No significant drop** (margin {comparison.margin:g}, level {comparison.level:g})")
-    header = f"| {{}} | before | after | change | {conf} CI | p | cases changed | |"
-    rule = "| --- | ---: | ---: | ---: | :---: | ---: | ---: | --- |"
-    for model, n in comparison.paired.items():
-        own = [c for c in comparison.changes if c.model == model]
-        lines += ["", f"### {model} ({n} paired cases)", ""]
-        headline = [c for c in own if not c.metric.startswith("f1[")]
-        if headline:
-            lines += [header.format("metric"), rule]
-            lines += [_row(c.metric, c) for c in headline]
-        tools = [c for c in own if c.metric.startswith("f1[")]
-        if tools:
-            lines += ["", f"**Tool F1** ({model})", "", header.format("tool"), rule]
-            for c in tools:
-                tool = c.metric[3:-1]
-                lines.append(_row(f"{'✏️ ' if tool in changed else ''}`{_cell(tool)}`", c))
-    if changed:
-        lines += ["", "✏️ tool definition changed since the baseline", ""]
-        for tool, (old, new) in changed.items():
-            if old == new:
-                lines += [f"<details><summary>definition of {tool} changed (description unchanged: input schema "
-                          "or annotations)</summary>", "", "</details>", ""]
-                continue
-            diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "baseline", "current", lineterm="")
-            lines += [f"<details><summary>description of {tool} changed</summary>", "", "```diff", *diff, "```", "",
-                      "</details>", ""]
-    if comparison.flipped:
-        shown = comparison.flipped[:_LIST_LIMIT]
-        lines += ["", f"### Flipped cases ({len(comparison.flipped)})", "",
-                  "| case | expected | before | after |", "| --- | --- | --- | --- |"]
-        for f in shown:
-            mark = {True: "✓", False: "✗"}
-            lines.append(f"| `{_cell(f['case'])}` | `{_cell(f['expected_label'])}` "
-                         f"| {mark[f['before']]} `{_cell(f['called_before'])}` "
-                         f"| {mark[f['after']]} `{_cell(f['called_after'])}` |")
-        if len(comparison.flipped) > len(shown):
-            lines.append(f"\n… and {len(comparison.flipped) - len(shown)} more")
-    for title, keys in (("Only in the baseline", comparison.only_in_baseline),
-                        ("Only in this run", comparison.only_in_current),
-                        ("Left out (error on either side)", comparison.excluded)):
-        if keys:
-            lines += ["", f"### {title} ({len(keys)})", ""]
-            lines += [f"- `{k}`" for k in keys[:_LIST_LIMIT]]
-            if len(keys) > _LIST_LIMIT:
-                lines.append(f"- … and {len(keys) - _LIST_LIMIT} more")
-    return "\n".join(lines).rstrip() + "\n"

@@ -1,7 +1,11 @@
-"""A scripted OpenAI-compatible chat-completions server: the test double for models.
+"""Test helpers for users of pytest-mcpeval (a public API): a scripted model to test benchmark files offline.
 
-It speaks real HTTP, so a case runs through litellm exactly as with a hosted model, but the answers
-come from a script: ``{input text: reply}`` per model name.  A reply is one of::
+:class:`ScriptedModelServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1 whose
+answers come from a script.  The plugin calls it through litellm exactly as it calls a hosted model, so a
+test with it exercises the whole path (request, tool list, retries, cache, scoring, report, gate) but the
+model's judgement.  docs/testing.md shows how to unit-test benchmark files and gates with it.
+
+Answers come from a script: ``{input text: reply}`` per model name.  A reply is one of::
 
     {"tool_calls": [{"name": "list_issues", "arguments": {"owner": "github"}}]}
     {"tool_calls": [{"name": "list_issues", "arguments": "{not json"}]}   # raw argument text
@@ -185,14 +189,14 @@ class ScriptedModelServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m pytest_mcpeval.models.scripted [--port P] [--latency S] [--script FILE]``.
+    """``python -m pytest_mcpeval.testing [--port P] [--latency S] [--script FILE]``.
 
     Serves until interrupted; prints its ``api_base`` as the first line of output.  Used by the
     benchmarks in bench/ and by anyone who wants to try a benchmark file against canned answers.
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m pytest_mcpeval.models.scripted")
+    parser = argparse.ArgumentParser(prog="python -m pytest_mcpeval.testing")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
