@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mcpeval.report.types import CatalogInfo, ToolInfo
+
 TOOL_KEYS = ("name", "title", "description", "inputSchema", "annotations")
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -134,3 +136,15 @@ def catalog_from_mcp(tools: Iterable[Any]) -> Catalog:
         dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
         out.append({k: dumped[k] for k in TOOL_KEYS if k in dumped})
     return Catalog(out)
+
+
+def catalog_info(catalog: Catalog, server: str) -> CatalogInfo:
+    """What the report keeps of a catalog: per tool its hash, description and token cost."""
+    from pytest_mcpeval.models.tokens import tool_tokens
+
+    tokens = tool_tokens(catalog)
+    tools: dict[str, ToolInfo] = {
+        name: {"hash": digest, "description": catalog.by_name[name].get("description") or "", "tokens": tokens[name]}
+        for name, digest in catalog.hashes().items()
+    }
+    return {"server": server, "tools": tools, "tokens": sum(tokens.values())}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from pytest_mcpeval.benchmark.loader import Benchmark, BenchmarkError, load
 from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
-from pytest_mcpeval.loader import Benchmark, BenchmarkError, load
 from pytest_mcpeval.models.config import ModelSpec
-from pytest_mcpeval.run.single import CaseError, CaseRef, missing_tools
+from pytest_mcpeval.run.case import CaseError, CaseRef, missing_tools
 
 NO_MODEL_REASON = (
     "no model configured: pass --mcp-models=NAME[,NAME...] (a litellm model string or an alias, e.g. "
@@ -42,16 +42,13 @@ class CaseItem(pytest.Function):
 def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
     """The body of every case item: run, score, and keep the result for the report."""
     from pytest_mcpeval.report.terminal import miss_lines
+    from pytest_mcpeval.run.dispatch import prefetch_group
 
     item = request.node
-    group = item.path.parent  # items of one directory share their conftest fixtures, so mcp_server
-    if mcpeval_runtime.needs_prefetch(str(group)):
-        refs = []
-        for other in item.session.items:
-            ref = other.stash.get(CASE_KEY, None)
-            if ref is not None and ref.model is not None and not ref.case.skip and other.path.parent == group:
-                refs.append(ref)
-        mcpeval_runtime.prefetch(str(group), refs, mcp_server)
+    group, items = prefetch_group(item)  # the items whose calls this process makes, all at once
+    if mcpeval_runtime.needs_prefetch(group):
+        refs = (other.stash.get(CASE_KEY, None) for other in items)
+        mcpeval_runtime.prefetch(group, [r for r in refs if r and r.model and not r.case.skip], mcp_server)
     ref = item.stash[CASE_KEY]
     results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
     for result in results:
@@ -73,10 +70,10 @@ class BenchmarkFileNode(pytest.File):
             exc.path = self._shown_path
             raise self.CollectError(str(exc)) from None
         settings = self.config.stash[SETTINGS_KEY]
-        from pytest_mcpeval.checks import CheckItem, check_items
+        from pytest_mcpeval.checks.items import CheckItem, check_items
 
         if settings.list_tools:  # --mcp-tools: what the server publishes, and nothing else
-            from pytest_mcpeval.listing import list_tools
+            from pytest_mcpeval.checks.listing import list_tools
 
             listing = CheckItem.from_parent(self, name="tools", callobj=list_tools)
             listing.stash[CASE_KEY] = CaseRef(bench, bench.spec.cases[0], None)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_mcpeval.settings import Settings
 
+if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic and PyYAML
+    pass
+
 SETTINGS_KEY = pytest.StashKey[Settings]()
-CASE_KEY = pytest.StashKey[Any]()  # a run.single.CaseRef (not imported here: it pulls in pydantic and PyYAML)
-RESULT_KEY = pytest.StashKey[list[dict[str, Any]]]()  # one result per repeat
-LINT_KEY = pytest.StashKey[dict[str, Any]]()  # what the lint item found, for the report
+CASE_KEY = pytest.StashKey["CaseRef"]()  # what an item runs: its file, case and model
+RESULT_KEY = pytest.StashKey["list[CaseResult]"]()  # one result per repeat
+LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the report
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
 CORRUPTED_KEY = pytest.StashKey[list[str]]()  # cache entries that could not be read

@@ -7,13 +7,13 @@ collected or a case runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_mcpeval.keys import CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY, TOOLS_KEY
+from pytest_mcpeval.keys import CASE_KEY, CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY, TOOLS_KEY
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
     Settings,
@@ -158,6 +158,37 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(EvalSession(config), "mcpeval-session")
 
 
+# -- pytest-xdist: which worker runs which items (docs/caching.md#with-pytest-xdist) -----------------
+DIST_CHOSEN_KEY = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
+    """Note whether the user chose a ``--dist`` mode, before pytest-xdist makes ``-n`` mean ``--dist load``."""
+    option = config.option
+    config.stash[DIST_CHOSEN_KEY] = getattr(option, "dist", "no") != "no" or bool(getattr(option, "distload", False))
+    return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``-n`` and no ``--dist``: each worker gets whole slices of the benchmark files (docs/caching.md)."""
+    if config.getoption("dist") != "load" or config.stash.get(DIST_CHOSEN_KEY, True):
+        return None  # the user's mode
+    from pytest_mcpeval.run.dispatch import slice_scheduler
+
+    return slice_scheduler(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each worker which items stay together on one worker (it makes their calls ahead)."""
+    from pytest_mcpeval.run.dispatch import WORKERINPUT_KEY, distribution
+
+    config = node.config
+    node.workerinput[WORKERINPUT_KEY] = distribution(config, config.stash.get(DIST_CHOSEN_KEY, True))
+
+
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     if file_path.name.endswith(FILE_SUFFIXES):
         from pytest_mcpeval.collect import BenchmarkFileNode
@@ -211,25 +242,20 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     """Session-wide server connections and the model call path (one per xdist worker)."""
     import uuid
 
-    from pytest_mcpeval.run.cache import Claims, ResponseCache
-    from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
-    from pytest_mcpeval.run.single import Runtime
+    from pytest_mcpeval.run.cache import ResponseCache
+    from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings, makes_calls_at_once
+    from pytest_mcpeval.run.runtime import Runtime
 
     config = request.config
     settings = config.stash[SETTINGS_KEY]
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
-    shared = tmp_path_factory.getbasetemp().parent / f"mcpeval-run-{run_id}" if workerinput else None
-    if settings.record != "off":
-        cache: ResponseCache | None = ResponseCache(settings.cache_dir, settings.record, run_id)
-    elif shared is not None:  # no cache, but xdist workers still hand each other this run's responses
-        cache = ResponseCache(shared / "responses", "off", run_id)
-    else:
-        cache = None
+    cache = ResponseCache(settings.cache_dir, settings.record, run_id) if settings.record != "off" else None
+    files = {item.path for item in request.session.items if _runs_a_model(item)}
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
-                                settings.timeout, workers=int(workerinput["workercount"]) if workerinput else 1)
-    dispatcher = Dispatcher(dispatch, cache, Claims(shared / "claims" if shared else None))
-    runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher, settings.repeat)
+                                settings.timeout, workers=makes_calls_at_once(config, len(files)))
+    runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), Dispatcher(dispatch, cache),
+                      settings.repeat)
     yield runtime
     runtime.close()
     if cache is not None and cache.corrupted:
@@ -237,3 +263,8 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
             config.workeroutput["mcpeval_corrupted"] = list(cache.corrupted)  # type: ignore[attr-defined]
         else:
             config.stash[CORRUPTED_KEY] = list(cache.corrupted)
+
+
+def _runs_a_model(item: pytest.Item) -> bool:
+    ref = item.stash.get(CASE_KEY, None)
+    return ref is not None and ref.model is not None and not ref.case.skip

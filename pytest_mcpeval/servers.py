@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval.benchmark.schema import ServerSpec
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
-from pytest_mcpeval.schema import ServerSpec
 
 CONNECT_TIMEOUT = 60.0
 

@@ -156,7 +156,7 @@ class EvalSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.listings:
-            from pytest_mcpeval.listing import listing_lines
+            from pytest_mcpeval.checks.listing import listing_lines
 
             terminalreporter.write_sep("=", "mcpeval tools")
             for line in listing_lines(self.listings):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import GITHUB_TOOLS, make_project, run
 
-from pytest_mcpeval.loader import MAX_SHOWN, BenchmarkError, load
-from pytest_mcpeval.schema import keys_at
+from pytest_mcpeval.benchmark.loader import MAX_SHOWN, BenchmarkError, load
+from pytest_mcpeval.benchmark.schema import keys_at
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GOOD_CASE = """

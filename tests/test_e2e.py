@@ -270,7 +270,7 @@ def test_works_without_xdist_installed_plugin(project: pytest.Pytester) -> None:
 
 
 def test_schema_doc_is_current() -> None:
-    from pytest_mcpeval.schema import json_schema
+    from pytest_mcpeval.benchmark.schema import json_schema
 
     path = Path(__file__).parents[1] / "docs" / "benchmark.schema.json"
     assert json.loads(path.read_text()) == json_schema(), "run `make schema` to refresh docs/benchmark.schema.json"

@@ -11,18 +11,17 @@ from typing import Any
 import pytest
 from conftest import make_project, read_report, run
 
+from pytest_mcpeval.benchmark.loader import Benchmark, load
 from pytest_mcpeval.catalog import Catalog, catalog_from_json
-from pytest_mcpeval.lint import (
+from pytest_mcpeval.checks.confusable import (
     DEFAULT_THRESHOLD,
-    LintProblem,
-    check_expectations,
     confusable_pairs,
     confusion_counts,
     tfidf_matrix,
     tokenize,
     tool_texts,
 )
-from pytest_mcpeval.loader import Benchmark, load
+from pytest_mcpeval.checks.lint import LintProblem, check_expectations
 from pytest_mcpeval.testing import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent
@@ -585,7 +584,7 @@ def test_unchecked_fails_when_its_warning_is_an_error(pytester: pytest.Pytester,
     bench = "server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: a\n" \
             "    expect: [{tool: search, args: {query: q, state: OPEN}}]\n"
     make_project(pytester, model_server, {"a.mcpeval.yaml": bench}, tools=UNCHECKED_TOOLS)
-    result = run(pytester, "--mcp-lint", "-k", "lint", "-W", "error::pytest_mcpeval.lint.UncheckedSchemaWarning")
+    result = run(pytester, "--mcp-lint", "-k", "lint", "-W", "error::pytest_mcpeval.checks.lint.UncheckedSchemaWarning")
     result.stdout.fnmatch_lines([
         "1 problem in the expected calls:",
         "a.mcpeval.yaml:5: case `a`: expect[[]0[]].args.state: cannot check against the schema of `search`: "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_mcpeval.listing import describe_tool, listing_lines
+from pytest_mcpeval.checks.listing import describe_tool, listing_lines
 from pytest_mcpeval.report.markdown import code, summary
 from pytest_mcpeval.report.terminal import miss_lines
 from pytest_mcpeval.testing import ScriptedModelServer

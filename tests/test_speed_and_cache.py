@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import GITHUB_TOOLS, make_project, read_report, run
 
-from pytest_mcpeval.models.scripted import ScriptedModelServer
+from pytest_mcpeval.testing import ScriptedModelServer
 
 N = 24
 

@@ -1,4 +1,4 @@
-"""Record / replay of model responses ("cassettes"), and the channel between xdist workers.
+"""Record / replay of model responses ("cassettes").
 
 Every response is a JSON file keyed by a hash of everything that determines it: the model string, the
 parameters that change the answer (not api_base, keys, timeouts or retry counts), the messages, the
@@ -14,9 +14,9 @@ Modes (``--mcp-record``):
 
 Writes are atomic (temp file + ``os.replace``), so concurrent xdist workers never see half a file; a
 corrupted entry is reported once and treated as a miss.  Entries carry the id of the run that wrote
-them, which is how workers share this run's calls in modes ``all`` and ``off`` too (then the entries
-live in a per-run temporary directory).  Nothing secret is written: parameters that look like keys,
-tokens or headers never enter an entry.
+them: in mode ``all`` only this run's entries are replayed (a request two cases share, or the calls a
+crashed worker completed before a replacement runs the rest of its file).  Nothing secret is written:
+parameters that look like keys, tokens or headers never enter an entry.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class ResponseCache:
                     self.corrupted.append(note)
             return None
         if self.mode in ("all", "off") and entry.get("run") != self.run_id:
-            return None  # only what this run recorded (another worker's call) counts
+            return None  # only what this run recorded counts
         return entry
 
     def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> None:
@@ -103,34 +103,3 @@ class ResponseCache:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-
-class Claims:
-    """Which xdist worker makes which call: the first to create a claim file owns the call."""
-
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
-        if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
-
-    def claim(self, key: str) -> bool:
-        if self.directory is None:
-            return True
-        try:
-            fd = os.open(self.directory / key, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            return False
-        os.close(fd)
-        return True
-
-    def fail(self, key: str, message: str) -> None:
-        """Tell the other workers the call failed, so they stop waiting for it."""
-        if self.directory is not None:
-            (self.directory / f"{key}.error").write_text(message, encoding="utf-8")
-
-    def failure(self, key: str) -> str | None:
-        if self.directory is None:
-            return None
-        try:
-            return (self.directory / f"{key}.error").read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None

@@ -1,32 +1,37 @@
-"""Concurrent model calls: the model work of the collected items runs ahead of pytest's item loop.
+"""Concurrent model calls, and which xdist worker runs which items.
 
-pytest runs items one after another; an evaluation is I/O bound.  So when the first item of a
-directory runs, the model calls of every selected item of that directory (every repeat) are submitted
-to a thread pool per model (``--mcp-concurrency``, per-model overrides in ``mcp_concurrency``), and
-each item then only waits for its own call, in collection order.
+pytest runs items one after another; an evaluation is I/O bound.  So when the first item of a group
+runs, the model calls of the group's items (every repeat) are submitted to a thread pool per model
+(``--mcp-concurrency``, per-model overrides in ``mcp_concurrency``), and each item then only waits for
+its own call, in collection order.  A group is a benchmark file, and under xdist a part of one that
+stays on one worker, so every call is made once, by the process that runs its item.
 
-Under xdist every worker submits the same calls; a claim file decides which worker makes each call
-(the others skip it in the background), and the response travels to the worker that runs the item
-through the response cache, which every call goes through anyway (record / replay, see ``cache``).
+With ``-n`` and no ``--dist``, :func:`slice_scheduler` is the xdist scheduler: it cuts each file into
+one slice per worker and sends a slice's items to one worker (other tests are spread one by one).  No
+worker waits for another, so a worker that dies costs the run its one item.  Under a ``--dist`` mode
+that spreads a file's items (``load``, ``worksteal``, ``loadgroup``, ``each``) an item's group is itself.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import threading
-import time
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError, call_model
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply
-from pytest_mcpeval.run.cache import Claims, ResponseCache, request_key
+from pytest_mcpeval.run.cache import ResponseCache, request_key
+from pytest_mcpeval.settings import FILE_SUFFIXES
 
-POLL_S = 0.02
+WORKERINPUT_KEY = "mcpeval_distribution"  # what the controller's --dist mode keeps on one worker: see distribution()
+_SLICES_KEY = pytest.StashKey[dict[str, str]]()
 
 
 @dataclass(frozen=True)
@@ -52,18 +57,13 @@ class DispatchSettings:
     per_model: dict[str, int] = field(default_factory=dict)
     retries: int = 3
     timeout: float = 120.0
-    workers: int = 1  # xdist workers sharing the concurrency budget
-
-
-class _ClaimedElsewhere(Exception):
-    """Another worker makes this call; the item will read its response from the cache."""
+    workers: int = 1  # processes that may make this run's calls at the same time, sharing the budget
 
 
 class Dispatcher:
-    def __init__(self, settings: DispatchSettings, cache: ResponseCache | None, claims: Claims) -> None:
+    def __init__(self, settings: DispatchSettings, cache: ResponseCache | None) -> None:
         self.settings = settings
         self.cache = cache
-        self.claims = claims
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
         self._pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
         self._lock = threading.Lock()
@@ -78,7 +78,7 @@ class Dispatcher:
         with self._lock:
             if unit.key in self._futures:
                 return
-            self._futures[unit.key] = self._pool(unit.model).submit(self._fetch, unit, True)
+            self._futures[unit.key] = self._pool(unit.model).submit(self._fetch, unit)
 
     def get(self, unit: Unit) -> ModelReply:
         """The unit's reply; raises :class:`ModelCallError` for infrastructure failures."""
@@ -87,11 +87,9 @@ class Dispatcher:
         if future is not None:
             try:
                 return future.result()
-            except _ClaimedElsewhere:
-                pass
             except concurrent.futures.CancelledError:
                 raise ModelCallError(f"{unit.label}: the call was cancelled") from None
-        return self._fetch(unit, False)
+        return self._fetch(unit)
 
     def close(self) -> None:
         for pool in self._pools.values():
@@ -117,7 +115,7 @@ class Dispatcher:
         reply.cached = entry.get("run") != self.cache.run_id  # this run's calls are paid for once, here
         return reply
 
-    def _fetch(self, unit: Unit, background: bool) -> ModelReply:
+    def _fetch(self, unit: Unit) -> ModelReply:
         if unit.model.target.startswith(LOCAL_PREFIX):
             return call_model(unit.model, unit.messages, unit.catalog)
         reply = self._replay(unit)
@@ -128,33 +126,114 @@ class Dispatcher:
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
-        if not self.claims.claim(unit.key):
-            if background:
-                raise _ClaimedElsewhere()
-            waited = self._wait_for_other_worker(unit)
-            if waited is not None:
-                return waited
         seed = zlib.crc32(unit.key.encode())
-        try:
-            reply = call_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
-                               timeout=self.settings.timeout, seed=seed)
-        except ModelCallError as exc:
-            self.claims.fail(unit.key, str(exc))
-            raise
+        reply = call_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
+                           timeout=self.settings.timeout, seed=seed)
         if self.cache is not None:
             self.cache.put(unit.model, unit.key, {"model": unit.model.target, "case": unit.label,
                                                   "repeat": unit.repeat, "reply": reply.to_entry()})
         return reply
 
-    def _wait_for_other_worker(self, unit: Unit) -> ModelReply | None:
-        """Wait for the worker that claimed the call; ``None`` if it never answers (then call here)."""
-        deadline = time.monotonic() + self.settings.timeout * (self.settings.retries + 1) + 60
-        while time.monotonic() < deadline:
-            reply = self._replay(unit)
-            if reply is not None:
-                return reply
-            failure = self.claims.failure(unit.key)
-            if failure is not None:
-                raise ModelCallError(failure)
-            time.sleep(POLL_S)
-        return None
+
+# -- xdist: which worker runs which items ------------------------------------------------------------
+
+def prefetch_group(item: pytest.Item) -> tuple[str, list[pytest.Item]]:
+    """The group whose calls this process makes ahead when ``item`` is the first of it to run, and the
+    group's items from ``item`` on (those before it ran elsewhere, on a worker that crashed).
+
+    The group is the item's file without xdist (and under ``--dist loadfile/loadscope``); a slice of
+    the file under :func:`slice_scheduler`; the item alone under modes that spread a file's items.
+    """
+    scope = _scope(item.config)
+    if scope == "item":
+        return item.nodeid, [item]
+    items = item.session.items
+    later = items[items.index(item):]
+    if scope == "file":
+        return str(item.path), [other for other in later if other.path == item.path]
+    slices = item.config.stash.get(_SLICES_KEY, None)
+    if slices is None:
+        workers = int(item.config.workerinput["workercount"])  # type: ignore[attr-defined]
+        slices = item.config.stash[_SLICES_KEY] = benchmark_slices([other.nodeid for other in items], workers)
+    mine = slices.get(item.nodeid)
+    if mine is None:
+        return item.nodeid, [item]
+    return mine, [other for other in later if slices.get(other.nodeid) == mine]
+
+
+def makes_calls_at_once(config: pytest.Config, files: int) -> int:
+    """How many processes of this run may have calls in flight at the same time (they share the budget)."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return 1
+    workers = int(workerinput["workercount"])
+    # whole files: a worker makes one file's calls at a time (its items wait for them), so at most one per file
+    return max(1, min(workers, files)) if _scope(config) == "file" else workers
+
+
+def distribution(config: pytest.Config, dist_chosen: bool) -> str:
+    """On the controller: what the ``--dist`` mode keeps on one worker, ``slice``, ``file`` or ``item``."""
+    dist = config.getoption("dist", "no")
+    if dist == "load" and not dist_chosen:
+        return "slice"  # pytest_xdist_make_scheduler hands xdist slice_scheduler()
+    return "file" if dist in ("loadfile", "loadscope") else "item"  # loadscope's scope of file::item is the file
+
+
+def _scope(config: pytest.Config) -> str:
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return "file" if workerinput is None else str(workerinput.get(WORKERINPUT_KEY, "item"))
+
+
+def benchmark_slices(nodeids: list[str], workers: int) -> dict[str, str]:
+    """``{node id: slice}`` for the benchmark items: each file's items, in collection order, cut into
+    ``workers`` runs of equal length (the last one shorter).  Every worker computes the same from its
+    collection, which xdist checks is the same on all of them, and so does the scheduler."""
+    by_file: dict[str, list[str]] = {}
+    for nodeid in nodeids:
+        path = nodeid.split("::", 1)[0]
+        if path.endswith(FILE_SUFFIXES):
+            by_file.setdefault(path, []).append(nodeid)
+    slices: dict[str, str] = {}
+    for path, ids in by_file.items():
+        size = -(-len(ids) // max(1, workers))
+        slices.update((nodeid, f"{path}::slice-{i // size}") for i, nodeid in enumerate(ids))
+    return slices
+
+
+def slice_scheduler(config: pytest.Config, log: Any) -> Any:
+    """An xdist scheduler: each benchmark file is cut into one slice per worker, and a slice is one unit
+    of work, so its items run on one worker, which makes their calls ahead; every other test is a unit
+    of its own, spread as ``--dist load`` spreads it.
+
+    It is xdist's ``LoadScopeScheduling`` (the engine of ``--dist loadscope/loadfile/loadgroup``) with
+    two changes.  Scopes come from :func:`benchmark_slices`, not from node ids, so no node id changes
+    (``loadgroup`` appends ``@group`` to node ids, which pytest 9.2 ignores: pytest-xdist issue #1386).
+    And the item a crashed worker was running is reported failed by xdist and not sent again: the scope
+    schedulers put it back in the queue, so an item that kills its worker kills every worker it is sent
+    to until ``--max-worker-restart`` stops the run, and the tests still queued never run.  The rest of
+    the crashed worker's units go to the other workers, as in every xdist mode.
+    """
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class BenchmarkSliceScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        _slices: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._slices is None:  # first called by schedule(), once the collection is known
+                self._slices = benchmark_slices(list(self.collection or ()), self.numnodes)
+            return self._slices.get(nodeid, nodeid)
+
+        def remove_node(self, node: Any) -> str | None:
+            workload: dict[str, dict[str, bool]] = self.assigned_work.get(node, {})
+            crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done),
+                           None)
+            if crashed is not None:  # a worker runs its units in order: the first not done is the one it ran
+                workload[self._split_scope(crashed)][crashed] = True
+                for scope in [scope for scope, unit in workload.items() if all(unit.values())]:
+                    # put back, a unit with nothing left to run is sent as an empty batch; a worker with one
+                    # item left runs it only once it knows the next one, so it would wait for good
+                    del workload[scope]
+            super().remove_node(node)  # puts the node's unfinished units back in the queue
+            return crashed
+
+    return BenchmarkSliceScheduling(config, log)

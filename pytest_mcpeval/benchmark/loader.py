@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from pytest_mcpeval.schema import BenchmarkFile, keys_at
+from pytest_mcpeval.benchmark.schema import BenchmarkFile, keys_at
 from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, compile_args
 from pytest_mcpeval.text import closest
 

@@ -68,8 +68,8 @@ def describe_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
     """The body of a file's ``tools`` item: connect, list, keep the listing for the controller."""
-    from pytest_mcpeval.checks import CheckFailed
-    from pytest_mcpeval.run.single import CaseError
+    from pytest_mcpeval.checks.items import CheckFailed
+    from pytest_mcpeval.run.case import CaseError
     from pytest_mcpeval.servers import ServerError
 
     ref = request.node.stash[CASE_KEY]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_mcpeval.keys import CASE_KEY, LINT_KEY
-from pytest_mcpeval.run.single import CaseError
+from pytest_mcpeval.run.case import CaseError
 
 
 class CheckFailed(Exception):
@@ -46,8 +46,9 @@ def _catalog(request: pytest.FixtureRequest, runtime: Any, override: Any) -> Any
 
 def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
-    from pytest_mcpeval.lint import UncheckedSchemaWarning, check_expectations, confusable_pairs
-    from pytest_mcpeval.run.single import catalog_info
+    from pytest_mcpeval.catalog import catalog_info
+    from pytest_mcpeval.checks.confusable import confusable_pairs
+    from pytest_mcpeval.checks.lint import UncheckedSchemaWarning, check_expectations
 
     ref = request.node.stash[CASE_KEY]
     catalog = _catalog(request, mcpeval_runtime, mcp_server)

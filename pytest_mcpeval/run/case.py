@@ -1,0 +1,84 @@
+"""What an item runs: a case of a benchmark file for one model, and the checks every strategy shares.
+
+:class:`CaseRef` ties a case to its file and model; :func:`missing_tools` is the one check that an
+expected tool is published (used at collection for static tool lists, before a run for live servers,
+and by the linter); :class:`CaseError` marks a case that could not be evaluated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pytest_mcpeval.benchmark.loader import Benchmark
+from pytest_mcpeval.benchmark.schema import Case
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.report.types import CaseResult
+from pytest_mcpeval.scoring.case import Expectation
+from pytest_mcpeval.text import did_you_mean
+
+
+class CaseError(Exception):
+    """The case could not be evaluated (server, model API, or a benchmark that names a missing tool).
+
+    Such a case is an error: listed apart and excluded from every metric, never counted as a miss.
+    """
+
+
+@dataclass(frozen=True)
+class CaseRef:
+    """What an item needs to run: its file, case and model."""
+
+    bench: Benchmark
+    case: Case
+    model: ModelSpec | None
+
+    @property
+    def line(self) -> int:
+        return self.bench.case_lines.get(self.case.id, 0)
+
+    def expectations(self) -> list[Expectation]:
+        return [
+            Expectation(call.tool, self.bench.matchers.get((self.case.id, j)), call.extra_args)
+            for j, call in enumerate(self.case.expect)
+        ]
+
+
+def build_messages(system: str | None, case: Case) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    if isinstance(case.input, str):
+        messages.append({"role": "user", "content": case.input})
+    else:
+        messages.extend({"role": m.role, "content": m.content} for m in case.input)
+    return messages
+
+
+def missing_tools(expects: list[Expectation], catalog: Catalog) -> list[tuple[int, str]]:
+    """``(index in expect, message)`` for each expected tool the catalog lacks, with a did-you-mean."""
+    out = []
+    for index, expect in enumerate(expects):
+        if expect.tool not in catalog.by_name:
+            hint = did_you_mean(expect.tool, catalog.names)
+            out.append((index, f"expected tool `{expect.tool}` is not published by the server{hint}"))
+    return out
+
+
+def error_result(result: dict[str, Any], expects: list[Expectation], message: str) -> CaseResult:
+    """A result that could not be scored: excluded from every metric, listed apart."""
+    result.update(
+        {
+            "error": message,
+            "expected": [e.describe() for e in expects],
+            "expected_label": None,
+            "called": [],
+            "called_label": None,
+            "correct": None,
+            "passed": None,
+            "arguments": None,
+            "diagnosis": None,
+        }
+    )
+    return cast(CaseResult, result)

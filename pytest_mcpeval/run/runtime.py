@@ -1,0 +1,124 @@
+"""The per-process engine behind the ``mcpeval_runtime`` fixture.
+
+:class:`Runtime` owns the server connections (one per server per process), the dispatcher of model calls
+and the catalogs this process has reported to the controller.  :meth:`Runtime.run` does what every way
+of running a case shares (the result's identity, the catalog, the missing-tool check) and hands the case
+to its strategy: today :mod:`~pytest_mcpeval.run.single` (one model call); multi-step flows come next.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.catalog import Catalog, catalog_info
+from pytest_mcpeval.report.types import CaseResult
+from pytest_mcpeval.run import single
+from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_result, missing_tools
+from pytest_mcpeval.run.dispatch import Dispatcher, Unit
+from pytest_mcpeval.servers import ServerError, ServerPool
+
+
+class Runtime:
+    def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1) -> None:
+        self.root_dir = root_dir
+        self.pool = ServerPool(log_dir)
+        self.dispatcher = dispatcher
+        self.repeats = repeats
+        self._reported_catalogs: set[str] = set()
+        self._reported_models: set[str] = set()
+        self._prefetched: set[str] = set()
+        self._shown_paths: dict[Path, str] = {}
+        self._units: dict[tuple[int, str, int], Unit] = {}
+
+    def shown_path(self, path: Path) -> str:
+        if path not in self._shown_paths:
+            self._shown_paths[path] = _relative(path, self.root_dir)
+        return self._shown_paths[path]
+
+    def label(self, ref: CaseRef) -> str:
+        assert ref.model is not None
+        return f"{self.shown_path(ref.bench.path)}::{ref.case.id}[{ref.model.name}]"
+
+    def unit(self, ref: CaseRef, catalog: Catalog, repeat: int) -> Unit:
+        """The call of one repeat of a case (built once: its key hashes the whole request)."""
+        assert ref.model is not None
+        memo = (id(ref), catalog.digest, repeat)
+        if memo not in self._units:
+            messages = build_messages(ref.bench.spec.system, ref.case)
+            self._units[memo] = Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
+        return self._units[memo]
+
+    def server_label(self, ref: CaseRef, override: Any) -> str:
+        """The server a case is evaluated against, as messages and the report name it."""
+        if override is not None:
+            return f"mcp_server fixture ({type(override).__name__})"
+        return ref.bench.spec.server.describe() if ref.bench.spec.server else "no server"
+
+    def needs_prefetch(self, group: str) -> bool:
+        return group not in self._prefetched
+
+    def prefetch(self, group: str, refs: list[CaseRef], override: Any) -> None:
+        """Submit the model calls of ``refs`` (every repeat) once per group (a directory)."""
+        if group in self._prefetched:
+            return
+        self._prefetched.add(group)
+        for ref in refs:
+            try:
+                catalog = self.catalog(ref, override)
+            except (ServerError, CaseError):
+                continue  # the item itself reports the error
+            if ref.model is None or missing_tools(ref.expectations(), catalog):
+                continue
+            for repeat in range(self.repeats):
+                self.dispatcher.submit(self.unit(ref, catalog, repeat))
+
+    def catalog(self, ref: CaseRef, override: Any) -> Catalog:
+        if override is not None:
+            return self.pool.catalog_for_object(override)
+        spec = ref.bench.spec.server
+        if spec is None:
+            raise CaseError(
+                f"{ref.bench.path}: no `server` in the file and no `mcp_server` fixture returned one"
+            )
+        return self.pool.catalog_for_spec(spec, ref.bench.path.parent, self.root_dir)
+
+    def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> CaseResult:
+        """The result of one repeat of a case; infrastructure problems are returned with ``error`` set."""
+        assert ref.model is not None
+        result: dict[str, Any] = {  # completed by the strategy into a CaseResult
+            "file": self.shown_path(ref.bench.path),
+            "line": ref.line,
+            "id": ref.case.id,
+            "model": ref.model.name,
+            "repeat": repeat,
+            "tags": sorted({*ref.bench.spec.tags, *ref.case.tags}),
+            "error": None,
+        }
+        expects = ref.expectations()
+        try:
+            catalog = self.catalog(ref, override)
+        except (ServerError, CaseError) as exc:
+            return error_result(result, expects, str(exc))
+        result["catalog"] = catalog.digest
+        if catalog.digest not in self._reported_catalogs:  # once per process: the controller merges them
+            self._reported_catalogs.add(catalog.digest)
+            result["catalog_info"] = catalog_info(catalog, self.server_label(ref, override))
+        problems = missing_tools(expects, catalog)
+        if problems:
+            index = ref.bench.spec.cases.index(ref.case)
+            line = ref.bench.line_of(("cases", index, "expect", problems[0][0], "tool")) or ref.line
+            where = f"{result['file']}:{line}: case `{ref.case.id}`"
+            return error_result(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
+        return single.evaluate(self, ref, catalog, repeat, result)
+
+    def close(self) -> None:
+        self.dispatcher.close()
+        self.pool.close()
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -1,0 +1,170 @@
+"""pytest-xdist: a slice of a benchmark file runs on one worker, every call is made once, a dead worker stalls nobody.
+
+Each test is one or two ``-n 2`` runs (pytester in this process; the workers are processes of their own).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+import pytest
+from conftest import GITHUB_TOOLS, make_project, read_report, run
+
+from pytest_mcpeval.run.dispatch import benchmark_slices, slice_scheduler
+from pytest_mcpeval.testing import ScriptedModelServer
+
+GET_ME = {"tool_calls": [{"name": "get_me", "arguments": {}}]}
+KILL_A1 = """\
+import os
+import signal
+
+
+def pytest_mcpeval_case_result(item, result):
+    # on a worker, while the case runs (scored, not yet reported): the process dies as if OOM-killed
+    if item.name == "a1[fake]" and hasattr(item.config, "workerinput"):
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def bench(prefix: str, n: int) -> str:
+    cases = "".join(
+        f"  - id: {prefix}{i}\n    input: {prefix} question {i}\n    expect: [{{tool: get_me, args: {{}}}}]\n"
+        for i in range(n)
+    )
+    return "server: {tools_file: tools.json}\ncases:\n" + cases
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
+    """Two benchmark files of 6 cases and a Python test file of 4 tests."""
+    plain = "import pytest\n\n\n@pytest.mark.parametrize('i', range(4))\ndef test_plain(i):\n    pass\n"
+    files = {"a.mcpeval.yaml": bench("a", 6), "b.mcpeval.yaml": bench("b", 6), "test_plain.py": plain}
+    make_project(pytester, model_server, files)
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.script("*", GET_ME)
+    return pytester
+
+
+def workers_by_item(result: pytest.RunResult) -> dict[str, str]:
+    """``{node id: worker id}`` from the ``-v`` lines (``[gw0] [  8%] PASSED a.mcpeval.yaml::a0[fake]``)."""
+    seen = {}
+    for line in result.stdout.lines:
+        match = re.match(r"\[(gw\d+)\] \[ *\d+%\] \w+ (\S+)", line)
+        if match:
+            seen[match[2]] = match[1]
+    return seen
+
+
+def test_slices_are_a_files_items_in_order_one_per_worker() -> None:
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(5)] + ["test_x.py::test_x", "b.mcpeval.yaml::b0[m]"]
+    assert benchmark_slices(ids, 2) == {
+        "a.mcpeval.yaml::a0[m]": "a.mcpeval.yaml::slice-0", "a.mcpeval.yaml::a1[m]": "a.mcpeval.yaml::slice-0",
+        "a.mcpeval.yaml::a2[m]": "a.mcpeval.yaml::slice-0", "a.mcpeval.yaml::a3[m]": "a.mcpeval.yaml::slice-1",
+        "a.mcpeval.yaml::a4[m]": "a.mcpeval.yaml::slice-1", "b.mcpeval.yaml::b0[m]": "b.mcpeval.yaml::slice-0"}
+    assert set(benchmark_slices(ids, 1).values()) == {"a.mcpeval.yaml::slice-0", "b.mcpeval.yaml::slice-0"}
+
+
+@dataclass
+class Gateway:
+    id: str
+
+
+@dataclass(eq=False)  # hashable by identity, as the scheduler keys its work by worker
+class Worker:
+    """What the scheduler sees of an xdist worker; like one, it runs an item only once it knows the next
+    one or is told to shut down (pytest's runtest protocol needs ``nextitem``)."""
+
+    gateway: Gateway
+    batches: list[list[int]] = field(default_factory=list)
+    queue: list[int] = field(default_factory=list)
+    shutting_down: bool = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.batches.append(list(indices))
+        self.queue += indices
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def can_run(self) -> bool:
+        return len(self.queue) >= 2 or (len(self.queue) == 1 and self.shutting_down)
+
+
+def drain(sched: object, workers: list[Worker], ran: list[int]) -> None:
+    """Run the workers until none can go on, as the controller's event loop would."""
+    while any(w.can_run() for w in workers):
+        worker = next(w for w in workers if w.can_run())
+        ran.append(worker.queue.pop(0))
+        sched.mark_test_complete(worker, ran[-1])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("crash_at", ["a1", "a2"])  # in the middle of its slice, and its slice's last item
+def test_the_item_of_a_crashed_worker_is_not_sent_again(pytester: pytest.Pytester, crash_at: str) -> None:
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(3)]
+    sched = slice_scheduler(pytester.parseconfig("--tx=2*popen"), None)
+    workers = [Worker(Gateway("gw0")), Worker(Gateway("gw1"))]
+    for worker in workers:
+        sched.add_node(worker)
+        sched.add_node_collection(worker, ids)
+    sched.schedule()
+    doomed = next(w for w in workers if ids.index(f"a.mcpeval.yaml::{crash_at}[m]") in w.queue)
+    ran: list[int] = []
+    while ids[doomed.queue[0]] != f"a.mcpeval.yaml::{crash_at}[m]":  # the doomed worker gets more work meanwhile
+        ran.append(doomed.queue.pop(0))
+        sched.mark_test_complete(doomed, ran[-1])
+    assert sched.remove_node(doomed) == f"a.mcpeval.yaml::{crash_at}[m]"
+    workers.remove(doomed)
+    drain(sched, workers, ran)
+    assert sched.tests_finished
+    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {f"a.mcpeval.yaml::{crash_at}[m]"})  # each once
+    assert [] not in workers[0].batches  # an empty batch leaves a worker waiting for a next item forever
+
+
+def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
+                                                                 model_server: ScriptedModelServer) -> None:
+    model_server.latency = 0.2
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-concurrency=4", "-n", "2", "-v")
+    result.stdout.fnmatch_lines(["*scheduling tests via BenchmarkSliceScheduling*"])
+    result.assert_outcomes(passed=16)
+    workers = workers_by_item(result)
+    assert len(workers) == 16 and not any("@" in nodeid for nodeid in workers)  # node ids are left as they are
+    for file in "ab":  # each file in two slices of three cases, each slice on one worker
+        for first in (0, 3):
+            assert len({workers[f"{file}.mcpeval.yaml::{file}{i}[fake]"] for i in range(first, first + 3)}) == 1
+    assert sorted(r["messages"][-1]["content"] for r in model_server.requests) == sorted(
+        f"{p} question {i}" for p in "ab" for i in range(6))
+    # each worker has half of the budget of 4, and makes its slice's calls at once
+    assert 2 <= model_server.max_in_flight <= 4
+
+
+def test_a_killed_worker_costs_its_item_and_stalls_nobody(project: pytest.Pytester,
+                                                         model_server: ScriptedModelServer) -> None:
+    (project.path / "conftest.py").write_text(KILL_A1)
+    model_server.script("a question 2", dict(GET_ME, delay=3))  # in flight on the worker when it dies
+    started = time.monotonic()
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-timeout=5", "--mcp-report=report.json",
+                 "-n", "2", "-v")
+    elapsed = time.monotonic() - started
+    print(f"run with a killed worker: {elapsed:.1f} s")
+    assert elapsed < 60  # before: the other worker waited timeout x (retries + 1) + 60 s for each dead claim
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*replacing crashed worker gw*",
+                                 "FAILED a.mcpeval.yaml::a1[[]fake[]] - worker 'gw*' crashed while running*"])
+    # reported failed once and not sent to another worker (where it would kill that one too)
+    assert sum("crashed while running 'a.mcpeval.yaml::a1[fake]'" in line for line in result.stdout.lines) == 1
+    result.assert_outcomes(passed=15, failed=1)
+    cases = {c["id"]: c for c in read_report(project)["cases"]}
+    assert "a1" not in cases or not cases["a1"]["passed"]
+    assert sorted(cases.keys() - {"a1"}) == sorted(f"{p}{i}" for p in "ab" for i in range(6) if f"{p}{i}" != "a1")
+    assert all(c["passed"] for i, c in cases.items() if i != "a1")
+
+
+@pytest.mark.parametrize(("dist", "scheduler"), [("load", "LoadScheduling"), ("loadfile", "LoadFileScheduling")])
+def test_a_chosen_dist_mode_is_kept_and_every_call_is_still_made_once(
+        project: pytest.Pytester, model_server: ScriptedModelServer, dist: str, scheduler: str) -> None:
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "-n", "2", f"--dist={dist}", "-v")
+    result.stdout.fnmatch_lines([f"*scheduling tests via {scheduler}*"])
+    result.assert_outcomes(passed=16)
+    assert len(model_server.requests) == 12  # load: each item its own call; loadfile: the file's calls ahead
