@@ -12,18 +12,15 @@ from typing import Any
 import pytest
 
 from pytest_mcpeval.benchmark.loader import Benchmark, BenchmarkError, load
-from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.run.case import CaseError, CaseRef, missing_tools
+from pytest_mcpeval.run.item import CaseMissed, run_case
 
 NO_MODEL_REASON = (
     "no model configured: pass --mcp-models=NAME[,NAME...] (a litellm model string or an alias, e.g. "
     "--mcp-models=openai/gpt-4o-mini), or set mcp_models in [tool.pytest.ini_options]"
 )
-
-
-class CaseMissed(Exception):
-    """Raised under --mcp-strict so a miss fails its test; the message is the diff."""
 
 
 class CaseItem(pytest.Function):
@@ -37,29 +34,6 @@ class CaseItem(pytest.Function):
     def reportinfo(self) -> tuple[Any, int | None, str]:
         ref = self.stash[CASE_KEY]
         return self.path, ref.line - 1 if ref.line else None, f"mcpeval case {self.name}"
-
-
-def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
-    """The body of every case item: run, score, and keep the result for the report."""
-    from pytest_mcpeval.report.terminal import miss_lines
-    from pytest_mcpeval.run.dispatch import prefetch_group
-
-    item = request.node
-    group, items = prefetch_group(item)  # the items whose calls this process makes, all at once
-    if mcpeval_runtime.needs_prefetch(group):
-        refs = (other.stash.get(CASE_KEY, None) for other in items)
-        mcpeval_runtime.prefetch(group, [r for r in refs if r and r.model and not r.case.skip], mcp_server)
-    ref = item.stash[CASE_KEY]
-    results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
-    for result in results:
-        item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
-    item.stash[RESULT_KEY] = results
-    errors = [r["error"] for r in results if r["error"]]
-    if errors:
-        raise CaseError(errors[0])
-    missed = [r for r in results if not r["passed"]]
-    if missed and item.config.stash[SETTINGS_KEY].strict:
-        raise CaseMissed("\n".join(miss_lines(missed[0])))
 
 
 class BenchmarkFileNode(pytest.File):

@@ -9,7 +9,8 @@ import pytest
 from pytest_mcpeval.settings import Settings
 
 if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic and PyYAML
-    pass
+    from pytest_mcpeval.report.types import CaseResult, LintResult  # noqa: F401
+    from pytest_mcpeval.run.case import CaseRef  # noqa: F401
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 CASE_KEY = pytest.StashKey["CaseRef"]()  # what an item runs: its file, case and model

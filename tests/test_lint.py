@@ -116,7 +116,8 @@ def test_unknown_tool(tmp_path: Path) -> None:
     problems = check_expectations(bench, SMALL, "b.yaml")
     assert [p.kind for p in problems] == ["unknown_tool"]
     assert str(problems[0]) == (
-        "b.yaml:6: case `c1`: expect[0].tool: tool `list_isues` is not in the catalog; did you mean `list_issues`?"
+        "b.yaml:6: case `c1`: expect[0].tool: expected tool `list_isues` is not published by the server; "
+        "did you mean `list_issues`?"
     )
 
 
@@ -129,7 +130,7 @@ def test_unknown_tool_without_suggestion(tmp_path: Path) -> None:
           expect:
             - tool: frobnicate
         """,
-    ) == ["b.yaml:6: case `c1`: expect[0].tool: tool `frobnicate` is not in the catalog"]
+    ) == ["b.yaml:6: case `c1`: expect[0].tool: expected tool `frobnicate` is not published by the server"]
 
 
 def test_unknown_argument(tmp_path: Path) -> None:
@@ -604,7 +605,8 @@ def test_args_none_checks_only_the_tool_name(tmp_path: Path) -> None:
             - tool: get_issue
             - tool: get_isue
         """,
-    ) == ["b.yaml:7: case `c1`: expect[1].tool: tool `get_isue` is not in the catalog; did you mean `get_issue`?"]
+    ) == ["b.yaml:7: case `c1`: expect[1].tool: expected tool `get_isue` is not published by the server; "
+          "did you mean `get_issue`?"]
 
 
 # -- confusable pairs -------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """pytest-xdist: a slice of a benchmark file runs on one worker, every call is made once, a dead worker stalls nobody.
 
-Each test is one or two ``-n 2`` runs (pytester in this process; the workers are processes of their own).
+The scheduler is driven directly with stand-in workers where the point is its bookkeeping (a crash at a
+chosen item); the rest are ``-n 2`` runs (pytester in this process; the workers are processes of their own).
 """
 
 from __future__ import annotations

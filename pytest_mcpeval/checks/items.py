@@ -11,12 +11,17 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_mcpeval.keys import CASE_KEY, LINT_KEY
 from pytest_mcpeval.run.case import CaseError
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.catalog import Catalog
+    from pytest_mcpeval.run.case import CaseRef
+    from pytest_mcpeval.run.runtime import Runtime
 
 
 class CheckFailed(Exception):
@@ -35,7 +40,7 @@ class CheckItem(pytest.Function):
         return super().repr_failure(excinfo)
 
 
-def _catalog(request: pytest.FixtureRequest, runtime: Any, override: Any) -> Any:
+def _catalog(request: pytest.FixtureRequest, runtime: Runtime, override: object) -> Catalog:
     from pytest_mcpeval.servers import ServerError
 
     try:
@@ -44,7 +49,7 @@ def _catalog(request: pytest.FixtureRequest, runtime: Any, override: Any) -> Any
         raise CaseError(str(exc)) from None
 
 
-def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) -> None:
+def lint(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
     from pytest_mcpeval.catalog import catalog_info
     from pytest_mcpeval.checks.confusable import confusable_pairs
@@ -78,7 +83,7 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any) 
                           + "\n".join(str(p) for p in failing))
 
 
-def normalised_catalog(catalog: Any) -> list[dict[str, Any]]:
+def normalised_catalog(catalog: Catalog) -> list[dict[str, Any]]:
     """Tools sorted by name; keys sorted; lists of plain values sorted (their order means nothing)."""
 
     def norm(value: Any) -> Any:
@@ -95,7 +100,8 @@ def normalised_catalog(catalog: Any) -> list[dict[str, Any]]:
     return [norm({k: tool[k] for k in keys if k in tool}) for tool in sorted(catalog.tools, key=lambda t: t["name"])]
 
 
-def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Any, mcp_server: Any, snapshot: Any) -> None:
+def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object,
+                 snapshot: Any) -> None:
     """The server's tool catalog must equal its snapshot (syrupy; accept changes with --snapshot-update)."""
     from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -130,7 +136,7 @@ def catalog_snapshot(item: pytest.Item) -> Path:
 SNAPSHOT_NOT_CHECKED = "tool catalog not compared with its snapshot: that needs --mcp-snapshots"
 
 
-def _check_item(parent: pytest.File, name: str, func: Any, first_case: Any) -> CheckItem:
+def _check_item(parent: pytest.File, name: str, func: Any, first_case: CaseRef) -> CheckItem:
     """One check item of the file, knowing the file's first case (for its benchmark and server)."""
     item: CheckItem = CheckItem.from_parent(parent, name=name, callobj=func)
     item.stash[CASE_KEY] = first_case

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_mcpeval.benchmark.loader import Benchmark, Loc
 from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.run.case import missing_tool_message
 from pytest_mcpeval.scoring.matchers import Matcher
 from pytest_mcpeval.text import did_you_mean
 
@@ -209,7 +210,6 @@ def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> l
     is invalid (checked once per tool), on the argument when applying the schema to it failed.
     """
     problems: list[LintProblem] = []
-    tool_names = catalog.names
     validators: dict[str, Any] = {}  # tool name -> its validator, or the _Unchecked that says why there is none
 
     def validator_of(tool: str, schema: Mapping[str, Any]) -> Any:
@@ -240,7 +240,7 @@ def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> l
                 add(
                     f"expect[{j}].tool",
                     "unknown_tool",
-                    f"tool `{call.tool}` is not in the catalog{did_you_mean(call.tool, tool_names)}",
+                    missing_tool_message(call.tool, catalog),
                     (*call_loc, "tool"),
                     call_loc,
                     case_loc,

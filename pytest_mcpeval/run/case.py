@@ -58,12 +58,13 @@ def build_messages(system: str | None, case: Case) -> list[dict[str, Any]]:
 
 def missing_tools(expects: list[Expectation], catalog: Catalog) -> list[tuple[int, str]]:
     """``(index in expect, message)`` for each expected tool the catalog lacks, with a did-you-mean."""
-    out = []
-    for index, expect in enumerate(expects):
-        if expect.tool not in catalog.by_name:
-            hint = did_you_mean(expect.tool, catalog.names)
-            out.append((index, f"expected tool `{expect.tool}` is not published by the server{hint}"))
-    return out
+    return [(index, missing_tool_message(e.tool, catalog)) for index, e in enumerate(expects)
+            if e.tool not in catalog.by_name]
+
+
+def missing_tool_message(tool: str, catalog: Catalog) -> str:
+    """The one wording of "this expected tool does not exist", used at collection, before a run and by lint."""
+    return f"expected tool `{tool}` is not published by the server{did_you_mean(tool, catalog.names)}"
 
 
 def error_result(result: dict[str, Any], expects: list[Expectation], message: str) -> CaseResult:

@@ -1,0 +1,41 @@
+"""The body of every case item: make its calls (the whole group's at once), run each repeat, keep the
+results for the report, and raise what pytest should show (an error, or a miss under ``--mcp-strict``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
+from pytest_mcpeval.run.case import CaseError
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.run.runtime import Runtime
+
+
+class CaseMissed(Exception):
+    """Raised under --mcp-strict so a miss fails its test; the message is the diff."""
+
+
+def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
+    """The body of every case item: run, score, and keep the result for the report."""
+    from pytest_mcpeval.report.terminal import miss_lines
+    from pytest_mcpeval.run.dispatch import prefetch_group
+
+    item = request.node
+    group, items = prefetch_group(item)  # the items whose calls this process makes, all at once
+    if mcpeval_runtime.needs_prefetch(group):
+        refs = (other.stash.get(CASE_KEY, None) for other in items)
+        mcpeval_runtime.prefetch(group, [r for r in refs if r and r.model and not r.case.skip], mcp_server)
+    ref = item.stash[CASE_KEY]
+    results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
+    for result in results:
+        item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
+    item.stash[RESULT_KEY] = results
+    errors = [r["error"] for r in results if r["error"]]
+    if errors:
+        raise CaseError(errors[0])
+    missed = [r for r in results if not r["passed"]]
+    if missed and item.config.stash[SETTINGS_KEY].strict:
+        raise CaseMissed("\n".join(miss_lines(missed[0])))
