@@ -30,8 +30,7 @@ from typing import Any
 
 from pytest_mcpeval.benchmark.schema import ServerSpec
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
-
-CONNECT_TIMEOUT = 60.0
+from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 
 
 class ServerError(Exception):
@@ -92,7 +91,7 @@ def import_target(target: str, search_dirs: list[Path]) -> Any:
 class ServerPool:
     """Connections to the servers this process needs, keyed by what identifies each server."""
 
-    def __init__(self, log_dir: Path, timeout: float = CONNECT_TIMEOUT) -> None:
+    def __init__(self, log_dir: Path, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         self.log_dir = log_dir
         self.timeout = timeout
         self._catalogs: dict[str, Catalog | ServerError] = {}

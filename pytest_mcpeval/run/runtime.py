@@ -59,7 +59,7 @@ class Runtime:
         return group not in self._prefetched
 
     def prefetch(self, group: str, refs: list[CaseRef], override: Any) -> None:
-        """Submit the model calls of ``refs`` (every repeat) once per group (a directory)."""
+        """Submit the model calls of ``refs`` (every repeat) once per prefetch group (run.dispatch.prefetch_group)."""
         if group in self._prefetched:
             return
         self._prefetched.add(group)
