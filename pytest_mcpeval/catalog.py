@@ -15,25 +15,23 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_mcpeval.report.types import CatalogInfo, ToolInfo
+from pytest_mcpeval.text import canonical_json
 
 TOOL_KEYS = ("name", "title", "description", "inputSchema", "annotations")
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def tool_hash(tool: Mapping[str, Any]) -> str:
     """Short stable hash of one tool definition (name, description, schema, annotations)."""
-    return hashlib.sha256(_canonical(tool).encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(tool).encode()).hexdigest()[:16]
 
 
 def _description(tool: Mapping[str, Any]) -> str:
@@ -58,7 +56,7 @@ class Catalog:
         for tool in self.tools:
             name = tool.get("name")
             if not isinstance(name, str) or not name:
-                raise ValueError(f"a tool has no name: {_canonical(tool)[:120]}")
+                raise ValueError(f"a tool has no name: {canonical_json(tool)[:120]}")
             if name in self.by_name:
                 raise ValueError(f"two tools are named {name!r}")
             self.by_name[name] = tool
@@ -77,7 +75,7 @@ class Catalog:
                     },
                 }
             )
-        self.digest = hashlib.sha256(_canonical(self.tools).encode()).hexdigest()[:16]
+        self.digest = hashlib.sha256(canonical_json(self.tools).encode()).hexdigest()[:16]
 
     def _api_name(self, name: str) -> str:
         if _VALID_NAME.match(name) and name not in self.from_openai_name:

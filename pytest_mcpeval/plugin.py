@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from pytest_mcpeval.defaults import DEFAULT_CONCURRENCY, DEFAULT_DROP_LEVEL, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.keys import CASE_KEY, CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY, TOOLS_KEY
+from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
     Settings,
@@ -70,16 +72,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="every missed case fails its test (by default misses are reported and the thresholds decide)",
     )
     group.addoption(
-        "--mcp-concurrency", dest="mcp_concurrency", metavar="N", type=positive_int, default=16,
+        "--mcp-concurrency", dest="mcp_concurrency", metavar="N", type=positive_int, default=DEFAULT_CONCURRENCY,
         help="model calls in flight per model, across all xdist workers (default 16; per model: ini "
         "mcp_concurrency)",
     )
     group.addoption(
-        "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=120.0,
+        "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT,
         help="timeout of one model call (default 120)",
     )
     group.addoption(
-        "--mcp-retries", dest="mcp_retries", metavar="N", type=non_negative_int, default=3,
+        "--mcp-retries", dest="mcp_retries", metavar="N", type=non_negative_int, default=DEFAULT_RETRIES,
         help="retries of a call after a rate limit or transient error, with exponential backoff (default 3)",
     )
     group.addoption(
@@ -122,12 +124,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --mcp-compare: fail when a metric drops by more than MARGIN and the drop is significant",
     )
     group.addoption(
-        "--mcp-drop-level", dest="mcp_drop_level", metavar="ALPHA", type=level, default=0.05,
+        "--mcp-drop-level", dest="mcp_drop_level", metavar="ALPHA", type=level, default=DEFAULT_DROP_LEVEL,
         help="significance level of the drop test (default 0.05)",
     )
     group.addoption(
         "--mcp-drop-metrics", dest="mcp_drop_metrics", metavar="NAMES", type=drop_metrics,
-        default=["accuracy", "macro_f1", "tool_f1"],
+        default=list(DEFAULT_DROP_METRICS),
         help="metrics compared: accuracy, macro_f1, pass_rate, tool_f1 (default accuracy,macro_f1,tool_f1)",
     )
     group.addoption(

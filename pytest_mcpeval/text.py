@@ -1,9 +1,11 @@
-"""Small text helpers shared by every message the plugin writes: counts with their nouns, did-you-mean."""
+"""Small text helpers: counts with their nouns, did-you-mean, and the canonical JSON every hash is taken of."""
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
+from typing import Any
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -23,3 +25,9 @@ def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
     The one did-you-mean of the plugin: benchmark files, matchers, lint, thresholds, missing tools."""
     close = closest(word, choices, cutoff)
     return f"; did you mean `{close}`?" if close else ""
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no spaces, UTF-8 kept: the one text that catalog digests, tool hashes and response-cache
+    keys are hashes of (so the same definition always hashes the same)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

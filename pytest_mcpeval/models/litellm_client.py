@@ -33,6 +33,7 @@ from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec, without_secrets
 from pytest_mcpeval.models.reply import ModelReply, RawCall
+from pytest_mcpeval.text import canonical_json
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
@@ -75,8 +76,6 @@ _sent: dict[str, dict[str, Any]] = {}
 _sent_lock = threading.Lock()
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _accepted(model: ModelSpec, name: str, value: Any) -> bool:
@@ -116,7 +115,7 @@ def request_params(model: ModelSpec) -> dict[str, Any]:
     The user's parameters as given, and each default the model accepts; never ``num_retries`` (ours).
     Memoised per model (the check asks litellm's parameter mapping, offline, a few ms the first time).
     """
-    memo = _canonical([model.target, model.params, sorted(model.defaults)])
+    memo = canonical_json([model.target, model.params, sorted(model.defaults)])
     with _sent_lock:
         found = _sent.get(memo)
     if found is None:

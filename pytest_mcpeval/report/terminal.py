@@ -7,9 +7,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_mcpeval.report.types import CaseResult, Report
+from pytest_mcpeval.scoring.registry import METRICS
 from pytest_mcpeval.text import plural
 
 MAX_MISSES = 20
+HEADLINE = (("accuracy", "accuracy"), ("macro_f1", "macro F1"), ("pass_rate", "passed"))  # registry names
 WORST_TOOLS = 5
 
 
@@ -76,8 +78,8 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
                f"(heaviest: {names})")
     for name, m in report["models"].items():
         yield (
-            f"{name}: {m['scored']} scored, {plural(m['errors'], 'error')} | accuracy {_pct(m['accuracy'])} | "
-            f"macro F1 {_num(m['macro_f1'])} | passed {_pct(m['pass_rate'])}"
+            f"{name}: {m['scored']} scored, {plural(m['errors'], 'error')} | "
+            + " | ".join(f"{label} {METRICS[key].fmt(METRICS[key].read(m))}" for key, label in HEADLINE)
         )
         a = m["arguments"]
         if a.get("applicable", True):

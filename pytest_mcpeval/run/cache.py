@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
+from pytest_mcpeval.text import canonical_json
 
 MODES = ("new", "none", "all", "off")
 ENTRY_VERSION = 1
@@ -38,15 +39,13 @@ ENTRY_VERSION = 1
 TRANSPORT_PARAMS = frozenset({"api_base", "base_url", "timeout", "num_retries", "max_retries", "request_timeout"})
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], repeat: int) -> str:
     params = {k: v for k, v in model.params.items() if k not in TRANSPORT_PARAMS and not SECRET_PARAM.search(k)}
     material = {"v": ENTRY_VERSION, "model": model.target, "params": params, "messages": messages,
                 "tools": tools, "repeat": repeat}
-    return hashlib.sha256(_canonical(material).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
 
 
 def _slug(text: str) -> str:
