@@ -16,7 +16,7 @@ from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY
 from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
-    from pytest_mcpeval.report.types import CaseResult, CatalogInfo, LintResult, ModelRun, Report
+    from pytest_mcpeval.report.types import CaseResult, CatalogInfo, LintResult, MetricChangeView, ModelRun, Report
     from pytest_mcpeval.settings import Settings
 
 
@@ -131,7 +131,7 @@ class EvalSession:
             "baseline": str(settings.compare_path),
             "margin": margin,
             "level": settings.drop_level,
-            "changes": [vars(c) for c in comparison.changes],
+            "changes": [cast("MetricChangeView", vars(c)) for c in comparison.changes],
             "drops": comparison.failures(),
             "improvements": [c.sentence() for c in comparison.improvements()],
             "flipped": comparison.flipped,

@@ -317,7 +317,7 @@ class ComparisonSection(TypedDict):
     baseline: str
     margin: float
     level: float
-    changes: list[dict[str, JSON]]
+    changes: list[MetricChangeView]
     drops: list[str]
     improvements: list[str]
     flipped: list[Flipped]
