@@ -137,28 +137,39 @@ class Dispatcher:
 
 # -- xdist: which worker runs which items ------------------------------------------------------------
 
-def prefetch_group(item: pytest.Item) -> tuple[str, list[pytest.Item]]:
-    """The group whose calls this process makes ahead when ``item`` is the first of it to run, and the
-    group's items from ``item`` on (those before it ran elsewhere, on a worker that crashed).
+def prefetch_group(item: pytest.Item) -> str:
+    """The group whose calls this process makes ahead when ``item`` is the first of it to run.
 
     The group is the item's file without xdist (and under ``--dist loadfile/loadscope``); a slice of
     the file under :func:`slice_scheduler`; the item alone under modes that spread a file's items.
+    Cheap: every item asks, only the first of a group goes on to :func:`group_items`.
     """
     scope = _scope(item.config)
     if scope == "item":
-        return item.nodeid, [item]
+        return item.nodeid
+    if scope == "file":
+        return str(item.path)
+    return _slices(item).get(item.nodeid, item.nodeid)
+
+
+def group_items(item: pytest.Item, group: str) -> list[pytest.Item]:
+    """The items of ``group`` from ``item`` on (those before it ran elsewhere, on a worker that crashed)."""
+    if group == item.nodeid:
+        return [item]
     items = item.session.items
     later = items[items.index(item):]
-    if scope == "file":
-        return str(item.path), [other for other in later if other.path == item.path]
+    if _scope(item.config) == "file":
+        return [other for other in later if other.path == item.path]
+    slices = _slices(item)
+    return [other for other in later if slices.get(other.nodeid) == group]
+
+
+def _slices(item: pytest.Item) -> dict[str, str]:
     slices = item.config.stash.get(_SLICES_KEY, None)
     if slices is None:
         workers = int(item.config.workerinput["workercount"])  # type: ignore[attr-defined]
-        slices = item.config.stash[_SLICES_KEY] = benchmark_slices([other.nodeid for other in items], workers)
-    mine = slices.get(item.nodeid)
-    if mine is None:
-        return item.nodeid, [item]
-    return mine, [other for other in later if slices.get(other.nodeid) == mine]
+        slices = item.config.stash[_SLICES_KEY] = benchmark_slices([o.nodeid for o in item.session.items], workers)
+    return slices
 
 
 def makes_calls_at_once(config: pytest.Config, files: int) -> int:

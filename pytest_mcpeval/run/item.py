@@ -21,12 +21,12 @@ class CaseMissed(Exception):
 def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
     """The body of every case item: run, score, and keep the result for the report."""
     from pytest_mcpeval.report.terminal import miss_lines
-    from pytest_mcpeval.run.dispatch import prefetch_group
+    from pytest_mcpeval.run.dispatch import group_items, prefetch_group
 
     item = request.node
-    group, items = prefetch_group(item)  # the items whose calls this process makes, all at once
-    if mcpeval_runtime.needs_prefetch(group):
-        refs = (other.stash.get(CASE_KEY, None) for other in items)
+    group = prefetch_group(item)  # the items whose calls this process makes, all at once
+    if mcpeval_runtime.needs_prefetch(group):  # the group's first item: list the rest once, not per item
+        refs = (other.stash.get(CASE_KEY, None) for other in group_items(item, group))
         mcpeval_runtime.prefetch(group, [r for r in refs if r and r.model and not r.case.skip], mcp_server)
     ref = item.stash[CASE_KEY]
     results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
