@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.defaults import DEFAULT_CONCURRENCY, DEFAULT_DROP_LEVEL, DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from pytest_mcpeval.defaults import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_DROP_LEVEL,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+)
 from pytest_mcpeval.keys import CASE_KEY, CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY, TOOLS_KEY
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 from pytest_mcpeval.settings import (
@@ -79,6 +85,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT,
         help="timeout of one model call (default 120)",
+    )
+    group.addoption(
+        "--mcp-connect-timeout", dest="mcp_connect_timeout", metavar="SECONDS", type=seconds,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        help="time an MCP server gets to start, initialize and list its tools (default 60); past it, its cases "
+        "are errors",
     )
     group.addoption(
         "--mcp-retries", dest="mcp_retries", metavar="N", type=non_negative_int, default=DEFAULT_RETRIES,
@@ -257,7 +269,7 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), Dispatcher(dispatch, cache),
-                      settings.repeat)
+                      settings.repeat, connect_timeout=settings.connect_timeout)
     yield runtime
     runtime.close()
     if cache is not None and cache.corrupted:

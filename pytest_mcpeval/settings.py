@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 from pytest_mcpeval.defaults import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_DROP_LEVEL,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
@@ -129,6 +130,7 @@ class Settings:
     concurrency: int = DEFAULT_CONCURRENCY
     per_model_concurrency: dict[str, int] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     retries: int = DEFAULT_RETRIES
     repeat: int = 1
     record: str = "new"
@@ -210,6 +212,7 @@ class Settings:
             cache_dir = Path(base) / cache_dir
         return cls(models, registry, thresholds, bool(opt.mcp_strict), report,
                    concurrency=opt.mcp_concurrency, per_model_concurrency=per_model, timeout=opt.mcp_timeout,
+                   connect_timeout=opt.mcp_connect_timeout,
                    retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record, cache_dir=cache_dir,
                    max_catalog_tokens=opt.mcp_max_catalog_tokens, lint=bool(opt.mcp_lint),
                    snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),

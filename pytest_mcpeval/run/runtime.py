@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.catalog import Catalog, catalog_info
+from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.report.types import CaseResult
 from pytest_mcpeval.run import single
 from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_result, missing_tools
@@ -20,9 +21,10 @@ from pytest_mcpeval.servers import ServerError, ServerPool
 
 
 class Runtime:
-    def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1) -> None:
+    def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         self.root_dir = root_dir
-        self.pool = ServerPool(log_dir)
+        self.pool = ServerPool(log_dir, connect_timeout)
         self.dispatcher = dispatcher
         self.repeats = repeats
         self._reported_catalogs: set[str] = set()
