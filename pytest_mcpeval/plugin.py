@@ -215,15 +215,39 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     report: Any = yield
+    ref = item.stash.get(CASE_KEY, None)
     result = item.stash.get(RESULT_KEY, None)
+    if (result is None and ref is not None and ref.model is not None and report.failed and call.excinfo is not None
+            and call.when in ("setup", "call")):  # failed before it had results: an error, never a lost case
+        from pytest_mcpeval.run.item import results_of_failure
+
+        result = item.stash[RESULT_KEY] = results_of_failure(item, call.when, call.excinfo)
+        report.mcpeval = result
     if result is not None and call.when == "call":
         report.mcpeval = result  # builtin-only dicts: cross the xdist channel as they are
+    if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked
+        text = str(report.longrepr)
+        masked = item.config.stash[SETTINGS_KEY].redactor.text(text)
+        if masked != text:
+            report.longrepr = masked
     lint = item.stash.get(LINT_KEY, None)
     if lint is not None and call.when == "call":
         report.mcpeval_lint = lint
     listing = item.stash.get(TOOLS_KEY, None)
     if listing is not None and call.when == "call":
         report.mcpeval_tools = listing
+    return report  # type: ignore[no-any-return]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A benchmark file's collection error names its server, which may carry a token: masked."""
+    report: Any = yield
+    if report.longrepr is not None and str(collector.path).endswith(FILE_SUFFIXES):
+        text = str(report.longrepr)
+        masked = collector.config.stash[SETTINGS_KEY].redactor.text(text)
+        if masked != text:
+            report.longrepr = masked
     return report  # type: ignore[no-any-return]
 
 

@@ -8,6 +8,7 @@ status is set in a ``tryfirst`` ``pytest_sessionfinish`` and printing happens in
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
@@ -17,6 +18,7 @@ from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
     from pytest_mcpeval.report.types import CaseResult, CatalogInfo, LintResult, MetricChangeView, ModelRun, Report
+    from pytest_mcpeval.run.case import CaseIdentity
     from pytest_mcpeval.settings import Settings
 
 
@@ -30,6 +32,33 @@ class EvalSession:
         self.lint: list[LintResult] = []
         self.listings: list[dict[str, Any]] = []
         self.params_sent: dict[str, dict[str, Any]] = {}
+        # every case item selected for this run, so each ends in the report exactly once (docs/reliability.md)
+        self.expected: dict[str, CaseIdentity] = {}
+        self.reported: set[str] = set()  # node ids whose results arrived
+        self.skipped: set[str] = set()
+        self.failures: dict[str, str] = {}  # node id -> failure text of an item that sent no results
+        self.notes: list[str] = []  # said at the end of the summary
+        self.write_errors: list[str] = []
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from pytest_mcpeval.keys import CASE_KEY
+
+        for item in session.items:  # without xdist (the controller of an xdist run collects nothing)
+            ref = item.stash.get(CASE_KEY, None)
+            if ref is not None and ref.model is not None and not ref.case.skip:
+                self.expected[item.nodeid] = ref.identity(self.config.rootpath)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """xdist only: the controller knows the selected items by their node ids (the same on every worker)."""
+        if self.expected:
+            return
+        from pytest_mcpeval.run.case import identity_from_nodeid
+
+        for nodeid in ids:
+            identity = identity_from_nodeid(nodeid)
+            if identity is not None:
+                self.expected[nodeid] = identity
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         listing = getattr(report, "mcpeval_tools", None)
@@ -42,7 +71,13 @@ class EvalSession:
                 self.catalogs[lint["catalog"]] = info
             self.lint.append(cast("LintResult", lint))
         results = getattr(report, "mcpeval", None)
-        if report.when == "call" and isinstance(results, list):
+        if report.skipped and report.when == "setup":
+            self.skipped.add(report.nodeid)
+        elif report.failed and not isinstance(results, list):  # e.g. the item of a crashed xdist worker
+            self.failures.setdefault(report.nodeid, report.longreprtext.strip().splitlines()[-1:][0]
+                                     if report.longreprtext.strip() else f"{report.when} failed")
+        if isinstance(results, list) and report.nodeid not in self.reported:  # a failed setup carries them too
+            self.reported.add(report.nodeid)
             for result in results:
                 info = result.pop("catalog_info", None)
                 if info is not None:
@@ -62,14 +97,18 @@ class EvalSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.config.stash[SETTINGS_KEY]
-        if not self.results and settings.report_path is None and not settings.thresholds and not self.lint:
+        stopped = self.stopped(session, exitstatus)
+        missing = self.missing_results(stopped, settings.repeat)
+        if (not self.results and not missing and settings.report_path is None and not settings.thresholds
+                and not self.lint):
             return
         from pytest_mcpeval.gate.thresholds import catalog_failures, check_names, evaluate
-        from pytest_mcpeval.report.model import build_report, lint_section, write_json
+        from pytest_mcpeval.report.model import build_report, lint_section
 
-        models_run = {r["model"] for r in self.results}
+        results = self.results + missing
+        models_run = {r["model"] for r in results}
         tools = {t for info in self.catalogs.values() for t in info["tools"]}
-        report = build_report(self.results, self.catalogs, settings.models)
+        report = build_report(results, self.catalogs, settings.models)
         if self.lint:
             report["lint"] = lint_section(self.lint, report)
         failures: list[str] = []
@@ -79,35 +118,86 @@ class EvalSession:
                 failures = evaluate(settings.thresholds, report["models"])
         else:  # thresholds given on the command line must not pass on nothing
             failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
-                        for t in settings.thresholds if t.source.startswith("--")]
+                        for t in settings.thresholds if t.source.startswith("--") and not results]
         failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
+        failures += self.completeness_failures(report["cases"], stopped)
         report["gate"] = {
-            "passed": not failures and not self.usage_errors,
+            "passed": False,
             "failures": failures,
             "usage_errors": self.usage_errors,
             "thresholds": [str(t) for t in settings.thresholds],
         }
-        report["run"] = {"models": {name: self.model_run(name, settings) for name in sorted(models_run)}}
+        report["run"] = {"models": {name: self.model_run(name, settings) for name in sorted(models_run)},
+                         "interrupted": stopped is not None}
+        if stopped is not None:
+            report["run"]["stopped"] = stopped
+        markdown = None
         if settings.baseline is not None and self.results:
-            failures += self.compare(report, settings)
-            report["gate"]["failures"] = failures
-            report["gate"]["passed"] = not failures and not self.usage_errors
+            drops, markdown = self.compare(report, settings)
+            failures += drops
+        report["gate"]["passed"] = not failures and not self.usage_errors
+        report = settings.redactor.data(report)  # nothing below writes or prints a secret
         if settings.save_baseline is not None and self.results:
-            from pytest_mcpeval.gate.baseline import make_baseline
+            if stopped is None:
+                from pytest_mcpeval.gate.baseline import make_baseline
 
-            write_json(make_baseline(report), settings.save_baseline)
-        if settings.markdown_path is not None and "comparison" not in report:  # the run's own summary
+                self.write(make_baseline(report), settings.save_baseline, "--mcp-save-baseline", report)
+            else:
+                self.notes.append(f"baseline not written to {settings.save_baseline}: the run did not finish")
+        if markdown is None and settings.markdown_path is not None:  # the run's own summary
             from pytest_mcpeval.report.markdown import summary
 
-            self.write_markdown(summary(report), settings)
+            markdown = summary(report)
+        if markdown is not None:
+            self.write_markdown(settings.redactor.text(markdown), settings, report)
         self.report = report
         self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
         if settings.report_path is not None:
-            write_json(report, settings.report_path)
+            self.write(report, settings.report_path, "--mcp-report", report)
         if self.usage_errors:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        elif failures and session.exitstatus == pytest.ExitCode.OK:
+        elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def stopped(self, session: pytest.Session, exitstatus: int) -> str | None:
+        """Why the run ended before every selected item ran, or ``None`` when it finished."""
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (Ctrl-C or a signal)"
+        for reason in (session.shouldstop, session.shouldfail):
+            if reason:
+                return f"stopped early ({reason})" if isinstance(reason, str) else "stopped early"
+        return None
+
+    def missing_results(self, stopped: str | None, repeats: int) -> list[CaseResult]:
+        """An error result for every selected case that sent none: the item of a crashed xdist worker, and
+        the items a stopped run never reached.  So every selected case is in the report exactly once."""
+        from pytest_mcpeval.run.case import unscored_result
+
+        out: list[CaseResult] = []
+        for nodeid, identity in self.expected.items():
+            if nodeid in self.reported or nodeid in self.skipped:
+                continue
+            if nodeid in self.failures:
+                message = f"no result: {self.failures[nodeid]}"
+            elif stopped is not None:
+                message = f"not run: the session was {stopped} before this case"
+            else:
+                message = "no result: the item ended without one (see its test report)"
+            out += [unscored_result(identity, repeat, message) for repeat in range(repeats)]
+        return out
+
+    @staticmethod
+    def completeness_failures(cases: list[CaseResult], stopped: str | None) -> list[str]:
+        """The gate never passes on a run with cases that have no score (errors, crashed, not run)."""
+        failures: list[str] = []
+        if stopped is not None:
+            ran = sum(1 for c in cases if not str(c.get("error") or "").startswith("not run:"))
+            failures.append(f"the run did not finish: it was {stopped}; {ran} of {plural(len(cases), 'case')} ran")
+        unscored = [c for c in cases if c.get("error")]
+        if unscored:
+            failures.append(f"{len(unscored)} of {plural(len(cases), 'case')} have no score (errors: model or server "
+                            "unavailable, crashed worker, not run); the gate passes only when every case is scored")
+        return failures
 
     def model_run(self, name: str, settings: Settings) -> ModelRun:
         """What the report says of one model: as configured, and what was actually sent."""
@@ -117,8 +207,9 @@ class EvalSession:
             run["params_sent"] = self.params_sent[name]
         return run
 
-    def compare(self, report: Report, settings: Settings) -> list[str]:
-        """Compare with the baseline; the drops that fail the gate (with --mcp-fail-on-drop)."""
+    def compare(self, report: Report, settings: Settings) -> tuple[list[str], str]:
+        """Compare with the baseline: the drops that fail the gate (with --mcp-fail-on-drop), and the
+        comparison in Markdown."""
         from pytest_mcpeval.defaults import DEFAULT_DROP_MARGIN
         from pytest_mcpeval.gate.compare import compare
         from pytest_mcpeval.report.markdown import comparison_markdown
@@ -138,21 +229,40 @@ class EvalSession:
             "only_in_baseline": comparison.only_in_baseline,
             "only_in_current": comparison.only_in_current,
         }
-        self.write_markdown(comparison_markdown(comparison, settings.baseline, report), settings)
-        return comparison.failures() if settings.fail_on_drop is not None else []
+        drops = comparison.failures() if settings.fail_on_drop is not None else []
+        return drops, comparison_markdown(comparison, settings.baseline, report)
 
-    @staticmethod
-    def write_markdown(text: str, settings: Settings) -> None:
+    def write_markdown(self, text: str, settings: Settings, report: Report) -> None:
         """To ``--mcp-markdown``, and appended to ``$GITHUB_STEP_SUMMARY`` when that is set."""
         import os
 
         if settings.markdown_path is not None:
-            settings.markdown_path.parent.mkdir(parents=True, exist_ok=True)
-            settings.markdown_path.write_text(text, encoding="utf-8")
+            self.write(text, settings.markdown_path, "--mcp-markdown", report)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
-            with open(summary, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            try:
+                with open(summary, "a", encoding="utf-8", errors="backslashreplace") as handle:
+                    handle.write(text + "\n")
+            except OSError as exc:
+                self.write_failed(report, f"$GITHUB_STEP_SUMMARY ({summary})", exc)
+
+    def write(self, data: Any, path: Path, option: str, report: Report) -> None:
+        """Write a file the user asked for; a failure is reported and fails the run, never a traceback."""
+        from pytest_mcpeval.report.model import write_json, write_text
+
+        try:
+            if isinstance(data, str):
+                write_text(data, path)
+            else:
+                write_json(data, path)
+        except OSError as exc:
+            self.write_failed(report, f"{option}={path}", exc)
+
+    def write_failed(self, report: Report, what: str, exc: OSError) -> None:
+        message = f"could not write {what}: {exc.strerror or exc}"
+        self.write_errors.append(message)
+        report["gate"]["failures"].append(message)
+        report["gate"]["passed"] = False
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.listings:
@@ -182,8 +292,10 @@ class EvalSession:
                           "called again:", yellow=True)
             for note in corrupted:
                 tr.write_line(f"  {note}")
-        if settings.report_path is not None:
+        if settings.report_path is not None and not any("--mcp-report=" in e for e in self.write_errors):
             tr.write_line(f"report written to {settings.report_path}")
+        for note in self.notes:
+            tr.write_line(note, yellow=True)
         comparison = self.report.get("comparison")
         if comparison is not None:
             tr.write_line(f"compared with {comparison['baseline']}: "

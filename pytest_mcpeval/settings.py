@@ -25,6 +25,7 @@ from pytest_mcpeval.defaults import (
 )
 from pytest_mcpeval.gate.thresholds import Threshold, ThresholdError, parse_threshold
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
+from pytest_mcpeval.redact import Redactor
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 
 FILE_SUFFIXES = (".mcpeval.yaml", ".mcpeval.yml")
@@ -146,6 +147,7 @@ class Settings:
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
     markdown_path: Path | None = None
     list_tools: bool = False
+    redactor: Redactor = field(default_factory=Redactor)  # masks this run's secrets in what it writes
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -183,6 +185,11 @@ class Settings:
             return None if not value else (Path(value) if Path(value).is_absolute() else here / value)
 
         report = path(opt.mcp_report)
+        for option, value in (("--mcp-report", report), ("--mcp-markdown", path(opt.mcp_markdown)),
+                              ("--mcp-save-baseline", path(opt.mcp_save_baseline))):
+            problem = unwritable(value)
+            if problem:  # found now, not after the run has paid for its calls
+                raise pytest.UsageError(f"{option}={value}: {problem}")
         baseline = None
         if opt.mcp_compare:
             from pytest_mcpeval.gate.baseline import BaselineError, load_baseline
@@ -218,4 +225,23 @@ class Settings:
                    snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
-                   markdown_path=path(opt.mcp_markdown), list_tools=bool(opt.mcp_tools))
+                   markdown_path=path(opt.mcp_markdown), list_tools=bool(opt.mcp_tools),
+                   redactor=Redactor.for_run(registry.params.values()))
+
+
+def unwritable(path: Path | None) -> str | None:
+    """Why a file cannot be written at ``path`` (checked before the run), or ``None``."""
+    import os
+
+    if path is None:
+        return None
+    if path.is_dir():
+        return "is a directory; give a file name"
+    parent = path.parent
+    while not parent.exists():  # the directories we would create
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot create a directory under {parent}: it is a file"
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"not writable ({path if path.exists() else parent}: permission denied)"
+    return None

@@ -95,8 +95,34 @@ def lint_section(lint: Iterable[LintResult], report: Report) -> dict[str, LintSe
 
 
 def write_json(report: Mapping[str, Any], path: Path) -> None:
-    """Atomically: a reader never sees half a file."""
+    """Atomically: a reader never sees half a file, and a failed write leaves the previous file as it was.
+
+    Text is written as UTF-8; a string that has no UTF-8 form (a lone surrogate from a model's reply, which
+    is legal JSON) makes the whole file fall back to ``\\u`` escapes, which read back to the same string."""
+    text = json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = (json.dumps(report, indent=2, ensure_ascii=True, sort_keys=False) + "\n").encode("ascii")
+    _replace(path, data)
+
+
+def write_text(text: str, path: Path) -> None:
+    """Atomically, as :func:`write_json`; text that cannot be encoded (a lone surrogate) is escaped."""
+    _replace(path, text.encode("utf-8", errors="backslashreplace"))
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """``data`` to a temporary file next to ``path``, then renamed over it; the temporary file never stays."""
+    import os
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -112,6 +112,8 @@ class CaseResult(Score):
     error: str | None
     catalog: NotRequired[str]
     content: NotRequired[str | None]
+    content_truncated: NotRequired[int]
+    hallucinated_tools: NotRequired[list[str]]
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
     retrieval: NotRequired[CaseRetrieval]
@@ -206,6 +208,7 @@ class SelectionMetrics(TypedDict):
     confused_pairs: list[ConfusedPair]
     arguments: ArgumentRates
     diagnoses: dict[str, int]
+    hallucinated_tools: dict[str, int]
 
 
 class ModelMetrics(SelectionMetrics):
@@ -239,7 +242,8 @@ class ModelRun(TypedDict):
 
 class RunInfo(TypedDict, total=False):
     models: dict[str, ModelRun]
-    interrupted: bool
+    interrupted: bool  # the run ended before every selected case ran (Ctrl-C, -x, --maxfail): the gate failed
+    stopped: str  # why, when interrupted
 
 
 class Gate(TypedDict):

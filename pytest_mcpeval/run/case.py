@@ -8,7 +8,8 @@ and by the linter); :class:`CaseError` marks a case that could not be evaluated.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, TypedDict, cast
 
 from pytest_mcpeval.benchmark.loader import Benchmark
 from pytest_mcpeval.benchmark.schema import Case
@@ -17,6 +18,16 @@ from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.report.types import CaseResult
 from pytest_mcpeval.scoring.case import Expectation
 from pytest_mcpeval.text import did_you_mean
+
+
+class CaseIdentity(TypedDict):
+    """What names a case's result in the report (with ``repeat``)."""
+
+    file: str
+    line: int
+    id: str
+    model: str
+    tags: list[str]
 
 
 class CaseError(Exception):
@@ -37,6 +48,11 @@ class CaseRef:
     @property
     def line(self) -> int:
         return self.bench.case_lines.get(self.case.id, 0)
+
+    def identity(self, root: Path) -> CaseIdentity:
+        assert self.model is not None
+        return {"file": relative_to_root(self.bench.path, root), "line": self.line, "id": self.case.id,
+                "model": self.model.name, "tags": sorted({*self.bench.spec.tags, *self.case.tags})}
 
     def expectations(self) -> list[Expectation]:
         return [
@@ -83,3 +99,30 @@ def error_result(result: dict[str, Any], expects: list[Expectation], message: st
         }
     )
     return cast(CaseResult, result)
+
+
+def unscored_result(case: CaseIdentity, repeat: int, message: str) -> CaseResult:
+    """The result of a case that produced none of its own (an internal error, a crashed worker, a run
+    that stopped first): an error, so it is listed once and excluded from every metric."""
+    result: dict[str, Any] = {**case, "repeat": repeat, "error": message}
+    return error_result(result, [], message)
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    """How results name a benchmark file: relative to the rootdir, as pytest's node ids do."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def identity_from_nodeid(nodeid: str) -> CaseIdentity | None:
+    """``file``, ``id`` and ``model`` of a case item from its node id ``file::id[model]`` (the controller of
+    an xdist run knows only node ids); ``None`` for anything else (checks, other tests)."""
+    from pytest_mcpeval.settings import FILE_SUFFIXES
+
+    file, sep, name = nodeid.partition("::")
+    if not sep or not file.endswith(FILE_SUFFIXES) or not name.endswith("]") or "[" not in name:
+        return None
+    case_id, _, model = name[:-1].rpartition("[")
+    return {"file": file, "line": 0, "id": case_id, "model": model, "tags": []}

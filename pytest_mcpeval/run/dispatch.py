@@ -28,6 +28,7 @@ from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply
 from pytest_mcpeval.run.cache import ResponseCache, request_key
+from pytest_mcpeval.run.pool import DaemonPool
 from pytest_mcpeval.settings import FILE_SUFFIXES
 
 WORKERINPUT_KEY = "mcpeval_distribution"  # what the controller's --dist mode keeps on one worker: see distribution()
@@ -65,7 +66,7 @@ class Dispatcher:
         self.settings = settings
         self.cache = cache
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
-        self._pools: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+        self._pools: dict[str, DaemonPool] = {}
         self._lock = threading.Lock()
 
     # -- public ---------------------------------------------------------------------------------
@@ -93,16 +94,14 @@ class Dispatcher:
 
     def close(self) -> None:
         for pool in self._pools.values():
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(cancel_futures=True)
 
     # -- internals ------------------------------------------------------------------------------
-    def _pool(self, model: ModelSpec) -> concurrent.futures.ThreadPoolExecutor:
+    def _pool(self, model: ModelSpec) -> DaemonPool:
         if model.name not in self._pools:
             total = self.settings.per_model.get(model.name, self.settings.concurrency)
             share = max(1, -(-total // max(1, self.settings.workers)))  # ceil: this worker's part
-            self._pools[model.name] = concurrent.futures.ThreadPoolExecutor(
-                max_workers=share, thread_name_prefix=f"mcpeval-{model.name}"
-            )
+            self._pools[model.name] = DaemonPool(share, f"mcpeval-{model.name}")  # abandoned on exit (Ctrl-C)
         return self._pools[model.name]
 
     def _replay(self, unit: Unit) -> ModelReply | None:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
-from pytest_mcpeval.run.case import CaseError
+from pytest_mcpeval.run.case import CaseError, unscored_result
 
 if TYPE_CHECKING:
+    from pytest_mcpeval.report.types import CaseResult
     from pytest_mcpeval.run.runtime import Runtime
 
 
@@ -39,3 +40,18 @@ def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_serve
     missed = [r for r in results if not r["passed"]]
     if missed and item.config.stash[SETTINGS_KEY].strict:
         raise CaseMissed("\n".join(miss_lines(missed[0])))
+
+
+def results_of_failure(item: pytest.Item, when: str, excinfo: pytest.ExceptionInfo[BaseException]) -> list[CaseResult]:
+    """Error results for a case item that failed before it had any: its setup failed (a fixture such as
+    ``mcp_server`` raised), or our own code raised.  The case is then an error of the report, never lost."""
+    ref = item.stash[CASE_KEY]
+    exc = excinfo.value
+    what = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    if when == "setup":
+        message = f"setup of the case failed ({what}); the traceback is in the test's report"
+    else:
+        message = (f"internal error of pytest-mcpeval ({what}); this is a bug in the plugin, not a model miss: "
+                   "please report it with the traceback from the test's report")
+    repeats = item.config.stash[SETTINGS_KEY].repeat
+    return [unscored_result(ref.identity(item.config.rootpath), repeat, message) for repeat in range(repeats)]

@@ -15,7 +15,14 @@ from pytest_mcpeval.catalog import Catalog, catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.report.types import CaseResult
 from pytest_mcpeval.run import single
-from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_result, missing_tools
+from pytest_mcpeval.run.case import (
+    CaseError,
+    CaseRef,
+    build_messages,
+    error_result,
+    missing_tools,
+    relative_to_root,
+)
 from pytest_mcpeval.run.dispatch import Dispatcher, Unit
 from pytest_mcpeval.servers import ServerError, ServerPool
 
@@ -35,7 +42,7 @@ class Runtime:
 
     def shown_path(self, path: Path) -> str:
         if path not in self._shown_paths:
-            self._shown_paths[path] = _relative(path, self.root_dir)
+            self._shown_paths[path] = relative_to_root(path, self.root_dir)
         return self._shown_paths[path]
 
     def label(self, ref: CaseRef) -> str:
@@ -118,9 +125,3 @@ class Runtime:
         self.dispatcher.close()
         self.pool.close()
 
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()

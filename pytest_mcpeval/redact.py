@@ -1,0 +1,108 @@
+"""Secrets never reach what the plugin writes or prints: masked by value, not only by key name.
+
+A :class:`Redactor` knows the secret *values* of the run — every environment variable whose name looks
+secret (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*AUTH*``, ...) and every model parameter
+whose name does (``api_key``, ``extra_headers``, ``extra_body.session_auth``, at any depth) — and the
+*shapes* of secrets in text: credentials in URLs (``https://user:pass@host``), query parameters named
+like a secret (``?token=...``, ``&api_key=...``, ``&sig=...``), ``Bearer`` tokens and well-known key
+formats (``sk-...``, ``ghp_...``, ``github_pat_...``, ``xox?-...``, ``AKIA...``).  Each is replaced by
+:data:`MASK`.  It is applied where data leaves the plugin: the report (and so the baseline, the
+terminal summary and the Markdown), the failure text of every case item (terminal, junit XML) and
+collection errors.  Values shorter than :data:`MIN_SECRET` characters are not masked by value (``1``
+or ``true`` would mask half the report); their names still mask them as parameters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+MASK = "***"
+MIN_SECRET = 8
+SECRET_NAME = re.compile(
+    r"(api_?key|apikey|(^|_)key($|_)|token|secret|passw|pwd|(^|_)auth|authorization|credential|cookie|session"
+    r"|signature|(^|_)sig($|_)|private|bearer|(^|_)pat($|_)|headers?($|_))",
+    re.IGNORECASE,
+)
+_SHAPES = [
+    # userinfo in a URL: scheme://user:password@host (the user name alone is kept)
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@'\"<>]*):[^/\s@'\"<>]+@"), rf"\1:{MASK}@"),
+    # query or fragment parameters named like a secret
+    (re.compile(r"(?i)([?&#;](?:[\w.-]*(?:token|key|secret|passw|pwd|auth|sig|signature|credential|session|code)"
+                r"[\w.-]*)=)[^&#\s'\"<>]+"), rf"\1{MASK}"),
+    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),
+    (re.compile(r"\b(sk-(?:proj-|ant-)?|ghp_|gho_|ghs_|ghu_|github_pat_|xox[abprs]-|glpat-|hf_)[A-Za-z0-9_-]{12,}"),
+     rf"\1{MASK}"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), MASK),
+]
+T = TypeVar("T")
+
+
+def secret_values(params: Mapping[str, Any], under_secret: bool = False) -> Iterable[str]:
+    """The string values of ``params`` held under a secret-looking name, at any depth."""
+    for key, value in params.items():
+        secret = under_secret or bool(SECRET_NAME.search(str(key)))
+        if isinstance(value, Mapping):
+            yield from secret_values(value, secret)
+        elif isinstance(value, list | tuple):
+            for element in value:
+                if isinstance(element, Mapping):
+                    yield from secret_values(element, secret)
+                elif secret and isinstance(element, str):
+                    yield element
+        elif secret and isinstance(value, str):
+            yield value
+
+
+def mask_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with every value under a secret-looking name masked (for the report's ``run.models``)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if SECRET_NAME.search(str(key)):
+            out[key] = MASK
+        elif isinstance(value, Mapping):
+            out[key] = mask_params(value)
+        else:
+            out[key] = value
+    return out
+
+
+class Redactor:
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        found = {v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET}
+        # longest first: a secret that contains another is masked whole
+        self.values = sorted(found, key=lambda v: (-len(v), v))
+        self._values = re.compile("|".join(re.escape(v) for v in self.values)) if self.values else None
+
+    @classmethod
+    def for_run(cls, params: Iterable[Mapping[str, Any]] = (), environ: Mapping[str, str] | None = None) -> Redactor:
+        """The secrets of this run: secret-named environment variables and model parameters."""
+        env = os.environ if environ is None else environ
+        values = [value for name, value in env.items() if SECRET_NAME.search(name)]
+        for p in params:
+            values.extend(secret_values(p))
+        return cls(values)
+
+    def text(self, text: str) -> str:
+        if self._values is not None:
+            text = self._values.sub(MASK, text)
+        for pattern, replacement in _SHAPES:
+            text = pattern.sub(replacement, text)
+        return text
+
+    def data(self, value: T) -> T:
+        """A copy of builtin data (dicts, lists, strings) with every string redacted; keys are kept."""
+        return self._walk(value)  # type: ignore[no-any-return]
+
+    def _walk(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value) if value else value
+        if isinstance(value, dict):
+            return {k: self._walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._walk(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._walk(v) for v in value)
+        return value
