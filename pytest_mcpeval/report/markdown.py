@@ -1,45 +1,29 @@
 """Markdown renderings: the run's own summary, and the comparison with a baseline (``--mcp-markdown``).
 
 Pure functions of finished data (the report, a :class:`~pytest_mcpeval.gate.compare.Comparison`): they
-compute nothing, they only render.  Every string that comes
-from outside the plugin (tool names, case ids, model names, error text) goes through :func:`code` or
-:func:`cell`, so it cannot end a code span, break a table row or inject markup into the page.
+compute nothing, they only render.  Every string that comes from outside the plugin (tool names and
+descriptions, case ids, file and model names, error text) goes through the escape function of the place it
+lands in (:mod:`pytest_mcpeval.report.escape`), so it cannot end a code span, a fence or an HTML element,
+break a table row or inject markup into the page.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-import html
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_mcpeval.gate.compare import Comparison, MetricChange, changed_tools, confidence
 from pytest_mcpeval.gate.significance import format_p
+from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
 from pytest_mcpeval.report.types import Report
 from pytest_mcpeval.text import plural
 
+__all__ = ["code", "comparison_markdown", "summary"]
+
 MAX_ROWS = 20
 _LIST_LIMIT = 20
-MAX_TEXT = 200
-
-
-def _truncate(text: str, limit: int = MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def code(value: Any) -> str:
-    """``value`` as an inline code span that its own backticks cannot close (CommonMark's longer fence)."""
-    text = _truncate(" ".join(str(value).split())).replace("|", "\\|")
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def cell(value: Any) -> str:
-    """Plain text for a table cell: one line, HTML escaped, pipes escaped."""
-    return html.escape(_truncate(" ".join(str(value).split()))).replace("|", "\\|")
 
 
 def _pct(value: float | None) -> str:
@@ -57,7 +41,7 @@ def summary(report: Report) -> str:
     failures = [*gate.get("usage_errors", []), *gate.get("failures", [])]
     if failures:
         lines.append(f"❌ **gate failed** ({plural(len(failures), 'failure')})")
-        lines += ["", *(f"- {cell(f)}" for f in failures)]
+        lines += ["", *(f"- {text(f, limit=MAX_SENTENCE)}" for f in failures)]
     elif gate.get("thresholds"):
         lines.append("✅ **gate passed**: " + ", ".join(code(t) for t in gate["thresholds"]))
     else:
@@ -69,7 +53,7 @@ def summary(report: Report) -> str:
         for name, m in models.items():
             args = m.get("arguments") or {}
             exact = _pct(args.get("exact_match_rate")) if args.get("applicable", True) else "n/a"
-            lines.append(f"| {code(name)} | {m['scored']} | {m['errors']} | {_pct(m['accuracy'])} "
+            lines.append(f"| {code(name, table=True)} | {m['scored']} | {m['errors']} | {_pct(m['accuracy'])} "
                          f"| {_num(m['macro_f1'])} | {_pct(m['pass_rate'])} | {exact} |")
     for name, m in models.items():
         weak = sorted(((t, v) for t, v in (m.get("tools") or {}).items() if v["f1"] is not None and v["f1"] < 1.0),
@@ -80,8 +64,8 @@ def summary(report: Report) -> str:
         lines += ["", f"### {code(name)}", ""]
         if weak:
             lines += ["| tool | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
-            lines += [f"| {code(t)} | {_num(v['precision'])} | {_num(v['recall'])} | {_num(v['f1'])} | {v['support']} |"
-                      for t, v in weak[:MAX_ROWS]]
+            lines += [f"| {code(t, table=True)} | {_num(v['precision'])} | {_num(v['recall'])} | {_num(v['f1'])} "
+                      f"| {v['support']} |" for t, v in weak[:MAX_ROWS]]
         if confused:
             lines += ["", *(f"- expected {code(p['expected'])}, called {code(p['called'])} ({p['count']}x)"
                            for p in confused[:5])]
@@ -95,14 +79,10 @@ def summary(report: Report) -> str:
         lines += ["", f"### {title} ({len(rows)})", "", f"| case | {column} |", "| --- | --- |"]
         for c in rows[:MAX_ROWS]:
             label = "{}::{}[{}]".format(c["file"], c["id"], c["model"])
-            lines.append(f"| {code(label)} | {cell(c.get(column))} |")
+            lines.append(f"| {code(label, table=True)} | {text(c.get(column))} |")
         if len(rows) > MAX_ROWS:
             lines.append(f"\n… and {len(rows) - MAX_ROWS} more (the JSON report has every case)")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _plain_cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -122,12 +102,18 @@ def _row(name: str, c: MetricChange) -> str:
             f"| {c.discordant} | {_marker(c)} |")
 
 
+def _sentence(change: MetricChange) -> str:
+    """The change's sentence, with the names in it (model, tool) escaped as plain text."""
+    metric = f"f1[{text(change.metric[3:-1])}]" if change.metric.startswith("f1[") else change.metric
+    return dataclasses.replace(change, model=text(change.model), metric=metric).sentence()
+
+
 def comparison_markdown(comparison: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str:
     """A pull request summary of the comparison: gate result, metric and tool tables, flipped cases."""
     conf = confidence(comparison.level)
     changed = changed_tools(baseline, current)
     lines = ["## pytest-mcpeval: comparison with the baseline", ""]
-    failures = comparison.failures()
+    failures = [_sentence(c) for c in comparison.changes if c.drop]  # comparison.failures(), escaped
     if failures:
         lines.append(f"❌ **{len(failures)} significant drop{'s' if len(failures) != 1 else ''}** "
                      f"(margin {comparison.margin:g}, level {comparison.level:g})")
@@ -138,36 +124,36 @@ def comparison_markdown(comparison: Comparison, baseline: Mapping[str, Any], cur
     rule = "| --- | ---: | ---: | ---: | :---: | ---: | ---: | --- |"
     for model, n in comparison.paired.items():
         own = [c for c in comparison.changes if c.model == model]
-        lines += ["", f"### {model} ({n} paired cases)", ""]
+        lines += ["", f"### {text(model)} ({n} paired cases)", ""]
         headline = [c for c in own if not c.metric.startswith("f1[")]
         if headline:
             lines += [header.format("metric"), rule]
             lines += [_row(c.metric, c) for c in headline]
         tools = [c for c in own if c.metric.startswith("f1[")]
         if tools:
-            lines += ["", f"**Tool F1** ({model})", "", header.format("tool"), rule]
+            lines += ["", f"**Tool F1** ({text(model)})", "", header.format("tool"), rule]
             for c in tools:
                 tool = c.metric[3:-1]
-                lines.append(_row(f"{'✏️ ' if tool in changed else ''}`{_plain_cell(tool)}`", c))
+                lines.append(_row(f"{'✏️ ' if tool in changed else ''}{code(tool, table=True)}", c))
     if changed:
         lines += ["", "✏️ tool definition changed since the baseline", ""]
         for tool, (old, new) in changed.items():
             if old == new:
-                lines += [f"<details><summary>definition of {tool} changed (description unchanged: input schema "
-                          "or annotations)</summary>", "", "</details>", ""]
+                lines += [f"<details><summary>definition of {html_text(tool)} changed (description unchanged: "
+                          "input schema or annotations)</summary>", "", "</details>", ""]
                 continue
             diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "baseline", "current", lineterm="")
-            lines += [f"<details><summary>description of {tool} changed</summary>", "", "```diff", *diff, "```", "",
-                      "</details>", ""]
+            lines += [f"<details><summary>description of {html_text(tool)} changed</summary>", "",
+                      *fenced("\n".join(diff), "diff"), "", "</details>", ""]
     if comparison.flipped:
         shown = comparison.flipped[:_LIST_LIMIT]
         lines += ["", f"### Flipped cases ({len(comparison.flipped)})", "",
                   "| case | expected | before | after |", "| --- | --- | --- | --- |"]
         for f in shown:
             mark = {True: "✓", False: "✗"}
-            lines.append(f"| `{_plain_cell(f['case'])}` | `{_plain_cell(f['expected_label'])}` "
-                         f"| {mark[f['before']]} `{_plain_cell(f['called_before'])}` "
-                         f"| {mark[f['after']]} `{_plain_cell(f['called_after'])}` |")
+            lines.append(f"| {code(f['case'], table=True)} | {code(f['expected_label'], table=True)} "
+                         f"| {mark[f['before']]} {code(f['called_before'], table=True)} "
+                         f"| {mark[f['after']]} {code(f['called_after'], table=True)} |")
         if len(comparison.flipped) > len(shown):
             lines.append(f"\n… and {len(comparison.flipped) - len(shown)} more")
     for title, keys in (("Only in the baseline", comparison.only_in_baseline),
@@ -175,7 +161,7 @@ def comparison_markdown(comparison: Comparison, baseline: Mapping[str, Any], cur
                         ("Left out (error on either side)", comparison.excluded)):
         if keys:
             lines += ["", f"### {title} ({len(keys)})", ""]
-            lines += [f"- `{k}`" for k in keys[:_LIST_LIMIT]]
+            lines += [f"- {code(k)}" for k in keys[:_LIST_LIMIT]]
             if len(keys) > _LIST_LIMIT:
                 lines.append(f"- … and {len(keys) - _LIST_LIMIT} more")
     return "\n".join(lines).rstrip() + "\n"
