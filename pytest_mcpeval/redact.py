@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-MASK = "***"
+MASK = "REDACTED"  # no Markdown or HTML meaning: it is also applied to rendered Markdown
 MIN_SECRET = 8
 SECRET_NAME = re.compile(
     r"(api_?key|apikey|(^|_)key($|_)|token|secret|passw|pwd|(^|_)auth|authorization|credential|cookie|session"

@@ -161,11 +161,14 @@ class EvalSession:
 
     def stopped(self, session: pytest.Session, exitstatus: int) -> str | None:
         """Why the run ended before every selected item ran, or ``None`` when it finished."""
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
-            return "interrupted (Ctrl-C or a signal)"
-        for reason in (session.shouldstop, session.shouldfail):
+        for reason in (session.shouldfail, session.shouldstop):
             if reason:
                 return f"stopped early ({reason})" if isinstance(reason, str) else "stopped early"
+        maxfail = self.config.getoption("maxfail", 0)
+        if maxfail and session.testsfailed >= maxfail:  # xdist's controller stops with an interruption
+            return f"stopped early (stopping after {plural(session.testsfailed, 'failure')}: -x / --maxfail)"
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (Ctrl-C or a signal)"
         return None
 
     def missing_results(self, stopped: str | None, repeats: int) -> list[CaseResult]:
@@ -201,10 +204,12 @@ class EvalSession:
 
     def model_run(self, name: str, settings: Settings) -> ModelRun:
         """What the report says of one model: as configured, and what was actually sent."""
-        spec = settings.registry.resolve(name)
-        run: ModelRun = {"name": spec.name, "target": spec.target, "params": spec.to_builtin()["params"]}
+        from pytest_mcpeval.redact import mask_params
+
+        spec = settings.registry.resolve(name)  # secret-named parameters masked at any depth, whatever their length
+        run: ModelRun = {"name": spec.name, "target": spec.target, "params": mask_params(spec.to_builtin()["params"])}
         if name in self.params_sent:
-            run["params_sent"] = self.params_sent[name]
+            run["params_sent"] = mask_params(self.params_sent[name])
         return run
 
     def compare(self, report: Report, settings: Settings) -> tuple[list[str], str]:

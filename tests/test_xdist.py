@@ -156,8 +156,13 @@ def test_a_killed_worker_costs_its_item_and_stalls_nobody(project: pytest.Pytest
     # reported failed once and not sent to another worker (where it would kill that one too)
     assert sum(line.startswith("FAILED a.mcpeval.yaml::a1[fake]") for line in result.stdout.lines) == 1
     result.assert_outcomes(passed=15, failed=1)
-    cases = {c["id"]: c for c in read_report(project)["cases"]}
-    assert "a1" not in cases or not cases["a1"]["passed"]
+    report = read_report(project)
+    cases = {c["id"]: c for c in report["cases"]}
+    assert len(report["cases"]) == 12  # the crashed worker's case is in the report, once, as an error
+    assert cases["a1"]["error"].startswith("no result: worker 'gw") and "crashed while running" in cases["a1"]["error"]
+    assert cases["a1"]["passed"] is None and cases["a1"]["line"] == 0  # the controller knows only its node id
+    assert not report["gate"]["passed"] and not report["run"]["interrupted"]
+    assert "1 of 12 cases have no score" in report["gate"]["failures"][0]
     assert sorted(cases.keys() - {"a1"}) == sorted(f"{p}{i}" for p in "ab" for i in range(6) if f"{p}{i}" != "a1")
     assert all(c["passed"] for i, c in cases.items() if i != "a1")
 

@@ -1,0 +1,247 @@
+"""Faults around the results themselves: every selected case ends in the report exactly once, the gate
+never passes on a partial run, and what we write never carries a secret or half a file.
+
+Each test injects one fault into a real run (the scripted model over HTTP through litellm, real files):
+an exception inside our own code, a fixture that fails, a stopped run, Ctrl-C with calls in flight,
+unwritable output paths, a lone surrogate in a reply, and secrets in parameters, environment, URLs and
+provider errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import GITHUB_TOOLS, make_project, read_report, run
+
+from pytest_mcpeval.testing import ScriptedModelServer
+
+GET_ME = {"tool_calls": [{"name": "get_me", "arguments": {}}]}
+
+
+def bench(n: int, prefix: str = "q") -> str:
+    cases = "".join(
+        f"  - id: {prefix}{i}\n    input: {prefix} question {i}\n    expect: [{{tool: get_me, args: {{}}}}]\n"
+        for i in range(n)
+    )
+    return "server: {tools_file: tools.json}\ncases:\n" + cases
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
+    make_project(pytester, model_server, {"a.mcpeval.yaml": bench(4)})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.script("*", GET_ME)
+    return pytester
+
+
+def assert_each_case_once(report: dict, ids: list[str]) -> dict[str, dict]:
+    seen = [c["id"] for c in report["cases"]]
+    assert sorted(seen) == sorted(ids), seen
+    return {c["id"]: c for c in report["cases"]}
+
+
+# -- our own code raises -------------------------------------------------------------------------------------
+
+RAISE_FOR_Q2 = """\
+import pytest
+import pytest_mcpeval.run.single as single
+
+
+@pytest.fixture(autouse=True)
+def broken_scoring(request, monkeypatch):
+    if "q2" not in request.node.name:
+        return
+    def score_case(*args, **kw):
+        raise RuntimeError("boom in scoring")
+    monkeypatch.setattr(single, "score_case", score_case)
+"""
+
+
+def test_an_exception_in_our_code_is_an_error_of_that_case(project: pytest.Pytester,
+                                                            xdist_args: list[str]) -> None:
+    (project.path / "conftest.py").write_text(RAISE_FOR_Q2)
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json", *xdist_args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = read_report(project)
+    cases = assert_each_case_once(report, ["q0", "q1", "q2", "q3"])
+    assert cases["q2"]["error"].startswith("internal error of pytest-mcpeval (RuntimeError: boom in scoring)")
+    assert "not a model miss" in cases["q2"]["error"]
+    assert [cases[i]["passed"] for i in ("q0", "q1", "q3")] == [True, True, True]
+    assert report["models"]["fake"]["errors"] == 1 and report["models"]["fake"]["accuracy"] == 1.0
+    assert not report["gate"]["passed"]
+    assert any("1 of 4 cases have no score" in f for f in report["gate"]["failures"])
+    result.stdout.fnmatch_lines(["*RuntimeError: boom in scoring*", "*GATE FAILED 1 of 4 cases have no score*"])
+
+
+def test_a_failing_fixture_makes_every_case_an_error(project: pytest.Pytester) -> None:
+    (project.path / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture(scope='session')\ndef mcp_server():\n    raise OSError('vault sealed')\n")
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json",
+                 "--mcp-min-accuracy=0.5")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = read_report(project)
+    cases = assert_each_case_once(report, ["q0", "q1", "q2", "q3"])
+    assert all(c["error"].startswith("setup of the case failed (OSError: vault sealed)") for c in cases.values())
+    assert not report["gate"]["passed"]  # thresholds over nothing, and 4 unscored cases
+    result.assert_outcomes(errors=4)
+
+
+# -- runs that do not finish ---------------------------------------------------------------------------------
+
+def test_a_stopped_run_reports_every_case_and_fails_the_gate(project: pytest.Pytester,
+                                                            model_server: ScriptedModelServer,
+                                                            xdist_args: list[str]) -> None:
+    model_server.script("q question 1", {"content": "no tool"})  # a miss; --mcp-strict fails it; -x stops
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json", "--mcp-strict",
+                 "-x", "--mcp-save-baseline=baseline.json", *xdist_args)
+    # xdist's controller stops a -x run by interrupting it (exit 2)
+    assert result.ret == (pytest.ExitCode.INTERRUPTED if xdist_args else pytest.ExitCode.TESTS_FAILED)
+    report = read_report(project)
+    cases = assert_each_case_once(report, ["q0", "q1", "q2", "q3"])
+    assert cases["q1"]["passed"] is False and cases["q1"]["error"] is None
+    not_run = [c for c in cases.values() if (c["error"] or "").startswith("not run: the session was stopped early")]
+    # without xdist q2 and q3; with -n 2 whatever the other worker had not started (it may have run all)
+    assert len(not_run) == (0 if xdist_args else 2) or xdist_args
+    assert report["run"]["interrupted"] is True and report["run"]["stopped"].startswith("stopped early")
+    assert not report["gate"]["passed"] and report["gate"]["failures"][0].startswith("the run did not finish")
+    assert not (project.path / "baseline.json").exists()
+    result.stdout.fnmatch_lines(["*baseline not written to*the run did not finish*"])
+
+
+def test_ctrl_c_exits_at_once_keeps_what_was_paid_for_and_never_passes(project: pytest.Pytester,
+                                                                      model_server: ScriptedModelServer) -> None:
+    """SIGINT to a real pytest process with 30 calls in flight (each would take 60 s) and 10 answered."""
+    (project.path / "a.mcpeval.yaml").write_text(bench(40))
+    for i in range(10, 40):
+        model_server.script(f"q question {i}", dict(GET_ME, delay=60))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--mcp-models=fake", "--mcp-concurrency=40",
+         "--mcp-report=report.json", "--mcp-save-baseline=baseline.json", "--mcp-min-accuracy=0.5", "-q"],
+        cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cache = project.path / ".mcpeval" / "cache"
+    deadline = time.monotonic() + 60
+    while len(list(cache.rglob("*.json"))) < 10 or len(model_server.requests) < 40:
+        assert time.monotonic() < deadline, "the run did not get its calls going"
+        assert process.poll() is None, process.communicate()[0]
+        time.sleep(0.1)
+    time.sleep(0.5)  # the first 10 items have passed; the 11th waits for its call
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    exited = time.monotonic() - signalled
+    print(output[-3000:])
+    print(f"exited {exited:.1f} s after SIGINT")
+    assert exited < 10, "in-flight calls were awaited"  # measured: ~1-2 s
+    assert process.returncode == pytest.ExitCode.INTERRUPTED
+    report = read_report(project)
+    cases = assert_each_case_once(report, [f"q{i}" for i in range(40)])
+    assert sum(1 for c in cases.values() if c["passed"]) == 10
+    assert all(cases[f"q{i}"]["error"].startswith("not run: the session was interrupted") for i in range(10, 40))
+    assert report["run"]["interrupted"] is True
+    assert not report["gate"]["passed"] and "gate passed" not in output
+    assert not (project.path / "baseline.json").exists()
+    assert len(list(cache.rglob("*.json"))) == 10  # every answered call is cached; nothing half-written
+    assert not list(cache.rglob("*.tmp"))
+
+
+# -- what we write -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--mcp-report", "--mcp-markdown", "--mcp-save-baseline"])
+def test_an_unwritable_output_path_is_a_usage_error_before_any_call(project: pytest.Pytester,
+                                                                    model_server: ScriptedModelServer,
+                                                                    option: str) -> None:
+    (project.path / "afile").write_text("not a directory")
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", f"{option}=afile/out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option}=*afile/out.json: cannot create a directory under *afile: it is a file*"])
+    assert not model_server.requests
+    (project.path / "adir").mkdir()
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", f"{option}=adir")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option}=*adir: is a directory; give a file name*"])
+
+
+BLOCK_REPORT = """\
+import os
+
+
+def pytest_mcpeval_report(config, report):
+    os.makedirs("report.json", exist_ok=True)  # the path turns into a directory while the run ends
+"""
+
+
+def test_a_report_that_cannot_be_written_fails_the_run_with_one_line(project: pytest.Pytester) -> None:
+    (project.path / "conftest.py").write_text(BLOCK_REPORT)
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*GATE FAILED could not write --mcp-report=*report.json: Is a directory*"])
+    result.stdout.no_fnmatch_line("*report written to*")
+    result.stdout.no_fnmatch_line("*Traceback*")
+    assert not list(project.path.glob(".report.json.*"))  # no temporary file left
+
+
+def test_a_lone_surrogate_in_a_reply_reaches_the_report_intact(project: pytest.Pytester,
+                                                              model_server: ScriptedModelServer) -> None:
+    model_server.script("q question 1", {"content": "smile \ud83d"})  # legal JSON, no UTF-8 form
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json",
+                 "--mcp-markdown=summary.md")
+    assert result.ret == pytest.ExitCode.OK
+    report = read_report(project)
+    cases = assert_each_case_once(report, ["q0", "q1", "q2", "q3"])
+    # litellm may hand the surrogate on or replace it (U+FFFD); either way the case is there and scored
+    assert cases["q1"]["content"] in ("smile \ud83d", "smile \ufffd") and cases["q1"]["passed"] is False
+    assert (project.path / "summary.md").is_file()
+    assert not list(project.path.glob(".*.tmp"))
+
+
+# -- secrets -------------------------------------------------------------------------------------------------
+
+KEY = "sk-test-4f9a8b7c6d5e4f3a2b1c"
+SESSION = "sess-7d1e2f3a4b5c6d7e"
+URL_TOKEN = "tok-0a9b8c7d6e5f"
+ENV_SECRET = "envsecret-55aa66bb77cc"
+
+
+def test_no_secret_reaches_an_artifact(pytester: pytest.Pytester, model_server: ScriptedModelServer,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key echoed by the provider, a secret in extra_body, a token in a server URL, an environment secret
+    in a URL a fixture builds: none of them in the report, baseline, Markdown, junit XML or terminal."""
+    monkeypatch.setenv("MCP_SERVICE_KEY", ENV_SECRET)
+    params = {"api_base": model_server.api_base, "api_key": KEY, "extra_body": {"session_auth": SESSION}}
+    (pytester.path / "pytest.ini").write_text(
+        f"[pytest]\nmcp_model_aliases = fake = openai/fake\nmcp_model_params = fake = {json.dumps(params)}\n")
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    (pytester.path / "a.mcpeval.yaml").write_text(bench(3))
+    (pytester.path / "b.mcpeval.yaml").write_text(  # unreachable: the error names the URL
+        f"server: {{url: 'http://127.0.0.1:9/mcp?token={URL_TOKEN}&team=core'}}\ncases:\n"
+        "  - {id: b0, input: hi, expect: [{tool: get_me}]}\n")
+    sub = pytester.path / "env"
+    sub.mkdir()
+    (sub / "conftest.py").write_text(
+        "import os, pytest\n\n@pytest.fixture(scope='session')\ndef mcp_server():\n"
+        "    return f\"http://127.0.0.1:9/mcp?team=core&k={os.environ['MCP_SERVICE_KEY']}\"\n")
+    (sub / "c.mcpeval.yaml").write_text("cases:\n  - {id: c0, input: hi, expect: [{tool: get_me}]}\n")
+    model_server.script("*", GET_ME)
+    model_server.script("q question 1", {"status": 401, "error": f"Incorrect API key provided: {KEY}. "
+                                                                 f"Session {SESSION} rejected."})
+    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json",
+                 "--mcp-markdown=summary.md", "--mcp-save-baseline=baseline.json", "--junitxml=junit.xml",
+                 "--mcp-connect-timeout=5", "-rA", "-v")
+    report = read_report(pytester)
+    cases = assert_each_case_once(report, ["q0", "q1", "q2", "b0", "c0"])
+    assert "API key" in cases["q1"]["error"] and "REDACTED" in cases["q1"]["error"]
+    assert "token=REDACTED" in cases["b0"]["error"]
+    assert "k=REDACTED" in cases["c0"]["error"] or "REDACTED" in cases["c0"]["error"]
+    assert report["run"]["models"]["fake"]["params"]["extra_body"] == {"session_auth": "REDACTED"}
+    artifacts = {name: (pytester.path / name).read_text() for name in
+                 ("report.json", "summary.md", "junit.xml", "baseline.json")}
+    artifacts["terminal"] = "\n".join(result.stdout.lines + result.stderr.lines)
+    found = {name: [s for s in (KEY, SESSION, URL_TOKEN, ENV_SECRET) if s in text] for name, text in artifacts.items()}
+    assert found == {name: [] for name in artifacts}
