@@ -53,13 +53,19 @@ class Catalog:
 
     def __post_init__(self) -> None:
         self.by_name = {}
-        for tool in self.tools:
+        seen: dict[str, list[int]] = {}
+        for index, tool in enumerate(self.tools):
             name = tool.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError(f"a tool has no name: {canonical_json(tool)[:120]}")
-            if name in self.by_name:
-                raise ValueError(f"two tools are named {name!r}")
-            self.by_name[name] = tool
+            seen.setdefault(name, []).append(index)
+            self.by_name.setdefault(name, tool)
+        duplicates = {name: where for name, where in seen.items() if len(where) > 1}
+        if duplicates:
+            shown = ", ".join(f"`{name}` (tools {', '.join(f'[{i}]' for i in where)})"
+                              for name, where in duplicates.items())
+            raise ValueError(f"duplicate tool names: {shown}; tool names must be unique (a model could not tell "
+                             "the tools apart, and providers reject duplicate function names)")
         self.from_openai_name = {}
         self.openai_tools = []
         for tool in self.tools:
@@ -104,14 +110,17 @@ class Catalog:
         """The MCP name for a name a model called (unknown names are returned unchanged)."""
         return self.from_openai_name.get(api_name, api_name)
 
+    def _schema(self, tool: str) -> Mapping[str, Any]:
+        schema = self.by_name.get(tool, {}).get("inputSchema")
+        return schema if isinstance(schema, Mapping) else {}
+
     def properties(self, tool: str) -> set[str]:
-        schema = self.by_name.get(tool, {}).get("inputSchema") or {}
-        props = schema.get("properties")
-        return set(props) if isinstance(props, Mapping) else set()
+        """The argument names the tool's schema defines (none when its schema says nothing usable)."""
+        props = self._schema(tool).get("properties")
+        return {str(p) for p in props} if isinstance(props, Mapping) else set()
 
     def required(self, tool: str) -> list[str]:
-        schema = self.by_name.get(tool, {}).get("inputSchema") or {}
-        req = schema.get("required")
+        req = self._schema(tool).get("required")
         return [str(r) for r in req] if isinstance(req, list) else []
 
     def hashes(self) -> dict[str, str]:
@@ -119,12 +128,19 @@ class Catalog:
 
 
 def catalog_from_json(data: Any) -> Catalog:
-    """A catalog from a JSON tools file: a list of tools, or ``{"tools": [...]}`` as tools/list returns."""
-    if isinstance(data, Mapping) and isinstance(data.get("tools"), list):
-        data = data["tools"]
-    if not isinstance(data, list) or not all(isinstance(t, Mapping) for t in data):
-        raise ValueError('expected a JSON list of tool objects, or {"tools": [...]}')
-    return Catalog([dict(t) for t in data])
+    """A catalog from a JSON tool list: a list of tools, or ``{"tools": [...]}`` as tools/list returns.
+
+    Checked against the tools-file model (:mod:`pytest_mcpeval.benchmark.tools_file`); a ``ValueError`` names
+    every problem.
+    """
+    from pytest_mcpeval.benchmark.tools_file import tool_entries, tool_list_problems
+
+    problems = tool_list_problems(data)
+    if problems:
+        raise ValueError("; ".join(f"{p.where}: {p.message}" if p.where else p.message for p in problems))
+    found = tool_entries(data)
+    assert found is not None
+    return Catalog([dict(t) for t in found[1]])
 
 
 def catalog_from_mcp(tools: Iterable[Any]) -> Catalog:

@@ -86,8 +86,9 @@ class BenchmarkFileNode(pytest.File):
         spec = bench.spec.server
         if spec is None or spec.tools_file is None:
             return
-        try:
-            catalog = load_tools_file(self.path.parent / spec.tools_file)
+        path = self.path.parent / spec.tools_file
+        try:  # a broken tool list names its own lines, with the file as the user would type it
+            catalog = load_tools_file(path, os.path.relpath(path, self.config.invocation_params.dir))
         except ServerError as exc:
             raise self.CollectError(
                 f"{self._shown_path}:{bench.line_of(('server', 'tools_file'))}: server.tools_file: {exc}"

@@ -28,6 +28,7 @@ import sklearn.feature_extraction.text
 import sklearn.metrics  # noqa: F401
 import yaml  # noqa: F401
 
+import pytest_mcpeval.benchmark.tools_file
 import pytest_mcpeval.checks.confusable
 import pytest_mcpeval.checks.items
 import pytest_mcpeval.checks.lint

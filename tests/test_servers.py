@@ -171,8 +171,9 @@ def test_stdio_server_that_crashes_at_start_up(pytester: pytest.Pytester, model_
     make_project(pytester, model_server, {"crash_server.py": crash, "notes.mcpeval.yaml": bench})
     result = run(pytester, "--mcp-models=fake")
     result.stdout.fnmatch_lines([
-        "*could not connect to the server (command: * crash_server.py): MCPError: Connection closed; "
-        "its log: *server-0.log",
+        "*could not connect to the server (command: * crash_server.py): the server closed the connection during "
+        "the MCP handshake (its process ended with exit code 1); the last line of its stderr: RuntimeError: "
+        "BOOM-AT-START; its log: *server-0.log",
         "*2 error*",
     ])
     assert "Traceback" not in result.stdout.str() and "SERVER-STDERR-MARKER" not in result.stdout.str()
