@@ -37,6 +37,10 @@ _SHAPES = [
      rf"\1{MASK}"),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), MASK),
 ]
+# environment variables whose names look secret but hold none (the working directory, sockets, sessions)
+NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER", "DBUS_SESSION_BUS_ADDRESS",
+                            "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP",
+                            "GPG_AGENT_INFO", "KRB5CCNAME"})
 T = TypeVar("T")
 
 
@@ -78,9 +82,12 @@ class Redactor:
 
     @classmethod
     def for_run(cls, params: Iterable[Mapping[str, Any]] = (), environ: Mapping[str, str] | None = None) -> Redactor:
-        """The secrets of this run: secret-named environment variables and model parameters."""
+        """The secrets of this run: secret-named environment variables and model parameters.
+
+        An environment value that is an existing path (a socket, a directory) is not taken for a secret."""
         env = os.environ if environ is None else environ
-        values = [value for name, value in env.items() if SECRET_NAME.search(name)]
+        values = [value for name, value in env.items()
+                  if SECRET_NAME.search(name) and name not in NOT_SECRET_ENV and not os.path.exists(value)]
         for p in params:
             values.extend(secret_values(p))
         return cls(values)
