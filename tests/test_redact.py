@@ -1,0 +1,53 @@
+"""The redactor on its own: by value (environment, parameters at any depth) and by shape (URLs, keys)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_mcpeval.redact import MASK, Redactor, mask_params, secret_values
+
+
+def test_values_come_from_secret_names_at_any_depth() -> None:
+    params = {"api_base": "http://127.0.0.1:1/v1", "api_key": "sk-live-0123456789",
+              "extra_body": {"session_auth": "s3ss10n-abcdef", "tenant": "acme-corporation"},
+              "extra_headers": {"X-Trace": "trace-value-123"}}
+    assert sorted(secret_values(params)) == ["s3ss10n-abcdef", "sk-live-0123456789", "trace-value-123"]
+    assert mask_params(params) == {"api_base": "http://127.0.0.1:1/v1", "api_key": MASK,
+                                   "extra_body": {"session_auth": MASK, "tenant": "acme-corporation"},
+                                   "extra_headers": MASK}
+
+
+def test_environment_secrets_but_not_paths_or_short_values(tmp_path: Path) -> None:
+    env = {"GITHUB_TOKEN": "ghx-9f8e7d6c5b4a", "PWD": "/work/main", "DB_PWD": "hunter2hunter2",
+           "FEATURE_KEY": "on", "SSH_AUTH_SOCK": "/tmp/agent.1", "HOME": "/root", "MY_SECRET_DIR": str(tmp_path)}
+    redactor = Redactor.for_run([], env)
+    assert redactor.values == ["ghx-9f8e7d6c5b4a", "hunter2hunter2"]
+    assert redactor.text("token ghx-9f8e7d6c5b4a in /work/main, pw hunter2hunter2, on") == \
+        f"token {MASK} in /work/main, pw {MASK}, on"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("http://alice:s3cret@host/mcp", f"http://alice:{MASK}@host/mcp"),
+    ("https://host/mcp?token=abc123&team=core", f"https://host/mcp?token={MASK}&team=core"),
+    ("https://host/x?team=core&api_key=k&sig=zz#frag", f"https://host/x?team=core&api_key={MASK}&sig={MASK}#frag"),
+    ("Authorization: Bearer abcdefgh.ijklmnop", f"Authorization: Bearer {MASK}"),
+    ("Incorrect API key provided: sk-proj-abcdefghijklmnop.", f"Incorrect API key provided: sk-proj-{MASK}."),
+    ("ghp_0123456789abcdefghij and AKIAABCDEFGHIJKLMNOP", f"ghp_{MASK} and {MASK}"),
+    ("https://host/mcp?team=core", "https://host/mcp?team=core"),
+    ("list_issues lists the issues of a repository", "list_issues lists the issues of a repository"),
+])
+def test_shapes(text: str, expected: str) -> None:
+    assert Redactor().text(text) == expected
+
+
+def test_data_keeps_keys_and_non_strings() -> None:
+    redactor = Redactor(["verysecretvalue"])
+    data = {"verysecretvalue": ["a verysecretvalue b", 3, None, {"k": ("verysecretvalue",)}]}
+    assert redactor.data(data) == {"verysecretvalue": [f"a {MASK} b", 3, None, {"k": (MASK,)}]}
+
+
+def test_a_longer_secret_containing_a_shorter_one_is_masked_whole() -> None:
+    redactor = Redactor(["abcdefgh", "abcdefgh-ijklmnop"])
+    assert redactor.text("x abcdefgh-ijklmnop y abcdefgh") == f"x {MASK} y {MASK}"
