@@ -1,4 +1,4 @@
-"""Test helpers for users of pytest-mcpeval (a public API): a scripted model to test benchmark files offline.
+r"""Test helpers for users of pytest-mcpeval (a public API): a scripted model to test benchmark files offline.
 
 :class:`ScriptedModelServer` is a real OpenAI-compatible chat-completions server on 127.0.0.1 whose
 answers come from a script.  The plugin calls it through litellm exactly as it calls a hosted model, so a
@@ -12,10 +12,22 @@ Answers come from a script: ``{input text: reply}`` per model name.  A reply is 
     {"content": "I cannot do that."}                                       # no tool call
     {"status": 500, "error": "overloaded"}                                 # an HTTP error
     {"status": 429, "headers": {"Retry-After": "0"}}                        # a rate limit
+    {"choices": []}                                                        # a completion with these choices
+    {"body": b'{"id": "\xff"}'}                                            # this body, as is (status 200)
+    {"body": "<html>proxy login</html>", "status": 502}                    # ... with another status
+    {"reset": True}                                                        # connection closed, no answer
+    {"hang": True}                                                         # no answer until the server stops
 
 Any reply may add ``"delay": seconds`` (the answer comes late).  A rule may also be a *list* of replies,
 used one per request in order, the last one repeating: ``[{"status": 429}, {"tool_calls": [...]}]``.
 ``max_in_flight`` records the most requests the server was answering at the same time.
+
+The faults: ``"choices"`` replaces the completion's list of choices (``[]`` is a completion with none);
+``"body"`` is sent instead of any JSON, a ``str`` as UTF-8, ``bytes`` as they are (non-UTF-8 bytes,
+invalid JSON), with ``"status"`` (default 200) and ``"headers"``; ``"reset"`` reads the request and closes
+the connection with a TCP reset, sending nothing; ``"hang"`` never answers (the client's timeout fires;
+the request ends when :meth:`~ScriptedModelServer.stop` is called).  Any ``str`` in a reply may hold lone
+surrogates (``"\ud83d"``): they are sent as JSON escapes, as the JSON standard allows.
 
 The input text is the content of the last user message.  Every request is kept in ``requests`` so tests
 can check what a model was sent (the tool list, the messages, the parameters).
@@ -23,7 +35,10 @@ can check what a model was sent (the tool list, the messages, the parameters).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,12 +73,13 @@ def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int) -> di
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     if calls:
         message["tool_calls"] = calls
+    choices = [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": 0,
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        "choices": reply.get("choices", choices),
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 7, "total_tokens": prompt_tokens + 7},
     }
 
@@ -91,6 +107,7 @@ class ScriptedModelServer:
         self.latency = 0.0  # added to every answer (benchmarks)
         self._used: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # releases the requests that hang
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -119,6 +136,18 @@ class ScriptedModelServer:
                     delay = float(reply.get("delay", 0.0)) + server.latency
                     if delay:
                         time.sleep(delay)
+                    if reply.get("hang"):
+                        server._stopping.wait()
+                        self.close_connection = True
+                        return
+                    if reply.get("reset"):
+                        self._reset()
+                        return
+                    if "body" in reply:
+                        raw = reply["body"]
+                        data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8", "surrogatepass")
+                        self._send_bytes(int(reply.get("status", 200)), data, reply.get("headers", {}))
+                        return
                     if "status" in reply:
                         message = {"error": {"message": reply.get("error", "scripted error")}}
                         self._send(int(reply["status"]), message, reply.get("headers", {}))
@@ -130,7 +159,16 @@ class ScriptedModelServer:
                         server.in_flight -= 1
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+            def _reset(self) -> None:
+                """Close the connection with a TCP reset (SO_LINGER 0), answering nothing."""
+                self.close_connection = True
+                with contextlib.suppress(OSError):  # without the option: a plain close, a hang-up to the client
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+
+            def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
                 try:
                     self.send_response(status)
                     for name, value in (headers or {}).items():
@@ -178,6 +216,7 @@ class ScriptedModelServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 

@@ -13,7 +13,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precisio
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.scoring.case import NONE, Expectation, parse_call, score_case
 from pytest_mcpeval.scoring.matchers import compile_args
-from pytest_mcpeval.scoring.metrics import argument_rates, model_metrics, sort_labels
+from pytest_mcpeval.scoring.metrics import argument_rates, invented_labels, model_metrics, sort_labels
 
 CATALOG = Catalog(
     [
@@ -95,6 +95,48 @@ def test_against_sklearn(seed: int, n: int) -> None:
     counts = [p["count"] for p in m["confused_pairs"]]
     assert counts == sorted(counts, reverse=True)
     assert all(p["expected"] != p["called"] for p in m["confused_pairs"])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n", [5, 60, 400])
+def test_invented_tools_are_left_out_of_macro_f1(seed: int, n: int) -> None:
+    """A called name the catalog lacks (flagged in ``hallucinated_tools``) is a label of the matrix and counts
+    against recall and accuracy, but macro F1 is sklearn's over the real labels only."""
+    expected, called = random_labels(seed, n)
+    rng = np.random.default_rng(seed + 1)
+    invented = ["made_up", "get_profile"]
+    called = [str(rng.choice(invented)) if rng.random() < 0.2 else c for c in called]
+    called[0] = "made_up"  # at least one
+    cases = [case(e, c, **({"hallucinated_tools": [c]} if c in invented else {}))
+             for e, c in zip(expected, called, strict=True)]
+    m = model_metrics(cases)
+    labels = m["confusion"]["labels"]
+    assert "made_up" in labels
+    real = [label for label in labels if label not in invented]
+    macro = f1_score(expected, called, labels=real, average="macro", zero_division=np.nan)
+    assert m["macro_f1"] == pytest.approx(float(macro), abs=1e-12)
+    everything = f1_score(expected, called, labels=labels, average="macro", zero_division=np.nan)
+    assert m["macro_f1"] > everything  # each invented label would add an F1 of 0
+    weighted = f1_score(expected, called, labels=labels, average="weighted", zero_division=np.nan)
+    assert m["weighted_f1"] == pytest.approx(float(weighted), abs=1e-12)  # invented labels have no support
+    assert m["accuracy"] == pytest.approx(accuracy_score(expected, called), abs=1e-12)
+    assert m["confusion"]["matrix"] == confusion_matrix(expected, called, labels=labels).tolist()
+    assert m["hallucinated_tools"] == {name: called.count(name) for name in sorted(invented) if name in called}
+
+
+def test_invented_labels() -> None:
+    flagged = case("get_me", "made_up", hallucinated_tools=["made_up"])
+    assert invented_labels([flagged, case("get_me", "get_me")]) == {"made_up"}
+    # a name one catalog lacks but another publishes (two benchmark files) is a real label
+    assert invented_labels([flagged, case("made_up", "get_me")]) == set()
+    assert invented_labels([flagged, case("get_me", "made_up")]) == set()
+    # a later call the catalog lacks does not make the first called label invented
+    assert invented_labels([case("get_me", "get_me", hallucinated_tools=["made_up"])]) == set()
+    m = model_metrics([flagged, case("get_me", "get_me")])
+    assert m["macro_f1"] == pytest.approx(2 / 3)  # get_me alone: 2·1 / (2 + 1)
+    assert m["tools"]["made_up"] == {"precision": 0.0, "recall": None, "f1": 0.0, "support": 0, "predicted": 1,
+                                     "arguments": argument_rates([])}
+    assert m["hallucinated_tools"] == {"made_up": 1} and model_metrics(github_cases())["hallucinated_tools"] == {}
 
 
 def github_cases() -> list[dict[str, Any]]:

@@ -10,22 +10,27 @@ default (``temperature: 0``) is sent only if litellm says the model accepts it, 
 o-series, which take no temperature but 1, are called without it.
 
 Retries are ours, not litellm's (its ``num_retries`` is forced to 0), and only for errors that may pass
-(:func:`classify`): rate limits (429), timeouts, connection errors and 5xx answers, with exponential
-backoff and full jitter, honouring a ``Retry-After`` header.  Errors that cannot pass by waiting fail at
-once with one line saying what to change: no API key, rejected key, no permission, unknown model,
-bad request, unsupported parameter, context window exceeded, a response that cannot be decoded.
-litellm's classes and status codes alone do not tell these apart (a missing OpenAI key is an
-``InternalServerError`` with status 500), so the message text is read too.
+(:func:`classify`): rate limits (429), timeouts, connection errors (refused, reset, closed) and 5xx
+answers, with exponential backoff and full jitter, honouring a ``Retry-After`` header (seconds or an
+HTTP date, capped at :data:`RETRY_AFTER_CAP`).  Errors that cannot pass by waiting fail at once with
+one line saying what to change: no API key, rejected key, no permission, unknown model, bad request,
+unsupported parameter, context window exceeded, a response that cannot be decoded (not UTF-8, not
+JSON: the same bytes come back next time), a completion without choices.  litellm's classes and status
+codes alone do not tell these apart (a missing OpenAI key, a refused connection and a body that is not
+UTF-8 are all an ``InternalServerError`` with status 500), so the chain of causes and the message text
+are read too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +45,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
-RETRY_AFTER_CAP = 120.0
+RETRY_AFTER_CAP = 120.0  # seconds: a longer Retry-After (a daily quota) is waited this long, then retried
 DETAIL_CAP = 300  # characters of the provider's message kept in an error line
 # ours, never passed on to litellm
 CONTROL_PARAMS = frozenset({"num_retries"})
@@ -61,9 +66,14 @@ MISSING_KEY = re.compile(
 # the server answered 2xx, but with something that is not a chat completion: the same again next time
 UNDECODABLE = re.compile(
     r"Received response - <APIResponse \[2\d\d|codec can't decode|Empty or invalid response from LLM endpoint"
-    r"|response with no 'choices'",
+    r"|response with no 'choices'|'choices' that is not a list|Invalid response object",
 )
 NO_PROVIDER = "LLM Provider NOT provided"
+# litellm's wrapping of a body it could not parse: "error - <the cause>, Received response - <APIResponse ...>"
+_LITELLM_DECODE = re.compile(r"^(?:error - )?(.*?)(?:, Received response - .*)?$")
+# the transport's own words for a connection that failed (httpx / httpcore / the OS), by class name
+CONNECTION_FAILURES = ("ConnectError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
+                       "BrokenPipeError", "ReadError", "WriteError", "RemoteProtocolError")
 # "litellm.RateLimitError: RateLimitError: OpenAIException - slow down" -> "slow down"
 _PREFIX = re.compile(
     r"^(?:(?:litellm\.)?\w*(?:Error|Exception|Timeout)(?: Error)?:\s*|\w+(?:Exception|Error)(?: \w+)? - )+"
@@ -193,6 +203,37 @@ def _unsupported(model: ModelSpec, detail: str) -> str:
             "in mcp_model_params")
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from (or during), outermost first."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _http_status_error(exc: BaseException) -> bool:
+    """An error of the transport for an HTTP error status (httpx's, or the openai SDK's)."""
+    kind = type(exc)
+    return kind.__name__ == "HTTPStatusError" or (
+        kind.__module__.split(".")[0] == "openai" and isinstance(getattr(exc, "status_code", None), int))
+
+
+def _one_line(exc: BaseException) -> str:
+    return _cap(" ".join(str(exc).split()) or type(exc).__name__)
+
+
+def _undecodable(detail: str) -> Failure:
+    return Failure(False, f"the response could not be decoded (not UTF-8, not JSON or not a chat completion): "
+                          f"{detail}")
+
+
+def _connection(exc: BaseException, model: ModelSpec) -> str:
+    where = model.user_params.get("api_base")
+    return f"connection error: {_one_line(exc)}" + (f" (api_base {where})" if where else "")
+
+
 def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> Failure:
     """Whether a failed attempt may pass if tried again, and the line that says what happened."""
     name = type(exc).__name__
@@ -200,6 +241,14 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
     text = str(exc)
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
+    causes = list(_causes(exc))[1:]
+    # a 2xx body that is not UTF-8 or not JSON: the same bytes next time (litellm says status 500 for it); the
+    # causes of an HTTP error status are left out (its body is only the error's detail)
+    status_error = next((i for i, c in enumerate(causes) if _http_status_error(c)), len(causes))
+    decode = next((c for c in causes[:status_error] if isinstance(c, UnicodeDecodeError | json.JSONDecodeError)),
+                  None)
+    if decode is not None:
+        return _undecodable(_one_line(decode))
     if MISSING_KEY.search(text):
         return Failure(False, _no_key(model, detail))
     if name == "UnsupportedParamsError":
@@ -211,10 +260,18 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
                               "(e.g. openai/gpt-5, anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
     if "timed out" in text.lower():  # our own read timeout, whichever class litellm gives it (Timeout, or a 500)
         within = f" within {timeout:g} s (--mcp-timeout)" if timeout is not None else ""
-        return Failure(True, f"Timeout: no answer{within}: {detail}")
+        said = re.sub(r"\s*Error_str:.*$", "", detail).strip()
+        said = "" if said.rstrip(".").lower() in ("request timed out", "timed out", "timeout", "") else f": {said}"
+        return Failure(True, f"Timeout: no answer{within}{said}")
     if UNDECODABLE.search(text):
-        return Failure(False, f"the response could not be decoded (not UTF-8, not JSON or not a chat completion): "
-                              f"{detail}")
+        if "Invalid response object" in text and causes:  # litellm's text is a traceback: say what it says last
+            root = causes[-1]
+            return _undecodable(f"not a chat completion ({type(root).__name__}: {_one_line(root)})")
+        match = _LITELLM_DECODE.match(_detail(exc, cap=False))
+        return _undecodable(_cap(match.group(1) if match and match.group(1) else detail))
+    broken = next((c for c in causes if type(c).__name__ in CONNECTION_FAILURES), None)
+    if broken is not None and status in (None, 500):  # litellm gives a failed connection status 500
+        return Failure(True, _connection(broken, model))
     if status is None:
         retry = name in TRANSIENT
         return Failure(retry, f"{name}: {detail}")
@@ -237,7 +294,8 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
 # -- the call -------------------------------------------------------------------------------------
 
 def _retry_after(exc: Exception) -> float | None:
-    """Seconds from a ``Retry-After`` header on the error, if the provider sent one."""
+    """Seconds from a ``Retry-After`` header on the error, if the provider sent one: a number of seconds
+    or an HTTP date, clamped to ``[0, RETRY_AFTER_CAP]``; ``None`` when absent or unreadable."""
     headers: Any = None
     response = getattr(exc, "response", None)
     if response is not None:
@@ -247,9 +305,22 @@ def _retry_after(exc: Exception) -> float | None:
         return None
     try:
         value = headers.get("retry-after") or headers.get("Retry-After")
-        return min(float(value), RETRY_AFTER_CAP) if value is not None else None
-    except (TypeError, ValueError, AttributeError):
+    except AttributeError:
         return None
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        from email.utils import parsedate_to_datetime
+
+        try:
+            seconds = parsedate_to_datetime(str(value)).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
 
 
 def backoff(attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
@@ -285,10 +356,12 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
                 raise ModelCallError(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
             time.sleep(backoff(attempt, rng, _retry_after(exc)))
     latency = time.perf_counter() - started
-    try:
-        message_obj = response.choices[0].message
-    except (AttributeError, IndexError) as exc:
-        raise ModelCallError(f"model {model.name}: response without a message ({exc})") from None
+    choices = getattr(response, "choices", None)
+    message_obj = getattr(choices[0], "message", None) if choices else None
+    if message_obj is None:  # the provider answered, with nothing to score: an error, never a miss
+        what = "no choices" if not choices else "a choice without a message"
+        raise ModelCallError(f"model {model.name} ({model.target}): the response has {what}: the provider "
+                             "returned an empty completion (nothing to score)")
     calls = [
         RawCall(name=str(call.function.name or ""), arguments=call.function.arguments or "")
         for call in (getattr(message_obj, "tool_calls", None) or [])

@@ -1,9 +1,17 @@
-"""What any model client returns: the calls it made, its text, usage, and (for retrievers) a ranking."""
+"""What any model client returns: the calls it made, its text, usage, and (for retrievers) a ranking.
+
+:meth:`ModelReply.to_entry` is what the response cache stores: everything a replay needs (the calls
+unchanged, usage, cost) and no raw response body.  Text content beyond :data:`CACHE_CONTENT_CAP`
+characters is cut there, and ``content_truncated`` keeps the original length (nothing is scored on the
+text; the report keeps less of it anyway).
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+CACHE_CONTENT_CAP = 1_000_000  # characters of a reply's text a cache entry keeps
 
 
 @dataclass
@@ -26,10 +34,16 @@ class ModelReply:
     fills_arguments: bool = True  # False for retrievers: argument metrics do not apply
     ranking: list[tuple[str, float]] | None = None  # every tool, best first (retrievers only)
     top_k: int = 10  # how much of the ranking the report keeps
+    content_truncated: int | None = None  # the original length when ``content`` was cut (a replay)
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("cached")
+        if self.content is not None and len(self.content) > CACHE_CONTENT_CAP:
+            data["content"] = self.content[:CACHE_CONTENT_CAP]
+            data["content_truncated"] = self.content_truncated or len(self.content)
+        if data["content_truncated"] is None:
+            del data["content_truncated"]
         return data
 
     @classmethod
@@ -46,4 +60,5 @@ class ModelReply:
             fills_arguments=bool(data.get("fills_arguments", True)),
             ranking=[(str(n), float(s)) for n, s in ranking] if ranking is not None else None,
             top_k=int(data.get("top_k") or 10),
+            content_truncated=int(data["content_truncated"]) if data.get("content_truncated") else None,
         )

@@ -81,6 +81,10 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
             f"{name}: {m['scored']} scored, {plural(m['errors'], 'error')} | "
             + " | ".join(f"{label} {METRICS[key].fmt(METRICS[key].read(m))}" for key, label in HEADLINE)
         )
+        invented = sorted(m.get("hallucinated_tools", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        if invented:
+            yield ("  invented tools (not in the catalog; each a miss, left out of macro F1): "
+                   + ", ".join(f"{tool} ({plural(count, 'case')})" for tool, count in invented))
         a = m["arguments"]
         if a.get("applicable", True):
             yield (

@@ -17,6 +17,12 @@ corrupted entry is reported once and treated as a miss.  Entries carry the id of
 them: in mode ``all`` only this run's entries are replayed (a request two cases share, or the calls a
 crashed worker completed before a replacement runs the rest of its file).  Nothing secret is written:
 parameters that look like keys, tokens or headers never enter an entry.
+
+A cache that cannot be written (the directory is a file or read-only, the disk is full) costs no
+result: the reply is used, not stored, and the reason is noted once in :attr:`ResponseCache.unwritable`.
+Entries are UTF-8 JSON; an entry holding text that UTF-8 cannot encode (a lone surrogate such as
+``"\\ud83d"``: legal JSON, and models do send it) is written as ASCII JSON instead, where the
+``\\ud83d`` escape reads back as the identical string.
 """
 
 from __future__ import annotations
@@ -59,7 +65,8 @@ class ResponseCache:
         self.directory = directory
         self.mode = mode
         self.run_id = run_id
-        self.corrupted: list[str] = []
+        self.corrupted: list[str] = []  # entries that could not be read (called again)
+        self.unwritable: list[str] = []  # why entries could not be stored, once per reason (replies still used)
         self._lock = threading.Lock()
 
     def path(self, model: ModelSpec, key: str) -> Path:
@@ -75,7 +82,7 @@ class ResponseCache:
             entry = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(entry, dict) or "reply" not in entry:
                 raise ValueError("not a cache entry")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # not recorded (or the cache directory is a file)
             return None
         except (OSError, ValueError) as exc:
             with self._lock:
@@ -87,18 +94,42 @@ class ResponseCache:
             return None  # only what this run recorded counts
         return entry
 
-    def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> None:
+    def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> bool:
+        """Store ``entry``; ``False`` when it could not be written (the reason is in :attr:`unwritable`)."""
         path = self.path(model, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = dict(entry)
         data["run"] = self.run_id
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=1, sort_keys=True, ensure_ascii=False)
-                handle.write("\n")
+            payload = _encode(data)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=path.parent)
+        except (OSError, ValueError, TypeError) as exc:
+            self._note_unwritable(exc)
+            return False
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
             os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            self._note_unwritable(exc)
+            return False
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        return True
 
+    def _note_unwritable(self, exc: Exception) -> None:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+        note = f"{self.directory}: {reason}"  # the same on every xdist worker, so the controller can dedupe
+        with self._lock:
+            if note not in self.unwritable:
+                self.unwritable.append(note)
+
+
+def _encode(data: Mapping[str, Any]) -> bytes:
+    """The entry as UTF-8 JSON, or as ASCII JSON when some text has no UTF-8 form (a lone surrogate)."""
+    try:
+        return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")

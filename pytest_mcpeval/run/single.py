@@ -1,7 +1,16 @@
-"""The single-call strategy: one model call with the full tool list, scored against the expected calls."""
+"""The single-call strategy: one model call with the full tool list, scored against the expected calls.
+
+The reply's text goes into the result up to :data:`CONTENT_CAP` characters (nothing is scored on it, and
+the result crosses xdist and lands in the report); a longer text is cut and ``content_truncated`` holds
+its original length.  The result is scored on the reply as the model sent it, then every string in it is
+made encodable as UTF-8: a lone surrogate (``"\\ud83d"``, legal JSON that a model may send) becomes
+U+FFFD, so the result crosses the xdist channel (execnet sends UTF-8) and prints on a terminal, and the
+report is the same with and without xdist.  The cache keeps the reply as sent.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_mcpeval.catalog import Catalog
@@ -14,6 +23,20 @@ from pytest_mcpeval.scoring.retrieval import retrieval_ranks
 if TYPE_CHECKING:
     from pytest_mcpeval.run.runtime import Runtime
 
+CONTENT_CAP = 20_000  # characters of the model's text kept in a case result
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (dict keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(utf8_safe(v) for v in value)
+    return value
+
 
 def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
     """Complete ``result`` (identity and catalog already set) with the model's reply and its score."""
@@ -22,11 +45,14 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
     try:
         reply = runtime.dispatcher.get(runtime.unit(ref, catalog, repeat))
     except ModelCallError as exc:
-        return error_result(result, expects, str(exc))
+        return error_result(result, expects, utf8_safe(str(exc)))
     calls = [parse_call(c.name, c.arguments, catalog) for c in reply.calls]
     if not reply.fills_arguments:  # a retriever names a tool and nothing more
         calls = [{"tool": c["tool"]} for c in calls]
     result.update(score_case(expects, calls, catalog, fills_arguments=reply.fills_arguments))
+    invented = sorted({c["tool"] for c in calls if c["tool"] not in catalog.by_name})
+    if invented:  # a model mistake (a miss), and a label of its own that macro F1 leaves out
+        result["hallucinated_tools"] = invented
     if reply.ranking is not None:
         result["retrieval"] = retrieval_ranks(expects, reply.ranking, reply.top_k)
     if ref.model.name not in runtime._reported_models:  # once per process, like catalog_info
@@ -34,7 +60,12 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
 
         runtime._reported_models.add(ref.model.name)
         result["model_info"] = {"params_sent": params_sent(ref.model)}
-    result["content"] = reply.content
+    content = reply.content
+    length = reply.content_truncated or (len(content) if content is not None else 0)
+    if content is not None and length > CONTENT_CAP:
+        content = content[:CONTENT_CAP]
+        result["content_truncated"] = length
+    result["content"] = content
     result["usage"] = {
         **reply.usage,
         "cost_usd": 0.0 if reply.cached else reply.cost_usd,
@@ -42,5 +73,5 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
         "attempts": reply.attempts,
     }
     result["latency_s"] = 0.0 if reply.cached else round(reply.latency_s, 4)
-    return cast(CaseResult, result)
+    return cast(CaseResult, utf8_safe(result))
 

@@ -1,9 +1,14 @@
 """Aggregate metrics for one model over its case results (definitions in docs/metrics.md).
 
 Tool selection is multi-class classification: one class per tool plus ``(none)``; the labels are the
-union of expected and called labels.  A quantity with no data is ``None`` (JSON ``null``), never 0: a
-gate must tell "nothing measured" from "all wrong".  Values are plain Python floats (numpy scalars do
-not cross the xdist channel and are not JSON).
+union of expected and called labels.  A tool name the model invented (not in the catalog it was shown:
+``hallucinated_tools`` of a case) is a label of its own in the confusion matrix, counted against the
+expected tool's recall and against accuracy, but macro F1 averages over the real labels only (the
+catalog's tools expected or called, and ``(none)``): see :func:`invented_labels`.
+
+A quantity with no data is ``None`` (JSON ``null``), never 0: a gate must tell "nothing measured" from
+"all wrong".  Values are plain Python floats (numpy scalars do not cross the xdist channel and are not
+JSON).
 """
 
 from __future__ import annotations
@@ -60,15 +65,33 @@ def f1_scores(tp: Any, support: Any, predicted: Any) -> Any:
         return np.where(den > 0, 2 * np.asarray(tp, dtype=float) / np.where(den > 0, den, 1), np.nan)
 
 
-def macro_f1(f1: Any) -> Any:
-    """Mean F1 over the defined labels (last axis); NaN when none is defined."""
+def macro_f1(f1: Any, include: Any = None) -> Any:
+    """Mean F1 over the defined labels (last axis); NaN when none is defined.  ``include``, a boolean mask
+    over the labels, leaves the others out (the invented tool names: :func:`invented_labels`)."""
     import numpy as np
 
     defined = ~np.isnan(f1)
+    if include is not None:
+        defined &= np.asarray(include, dtype=bool)
     count = defined.sum(axis=-1)
     total = np.where(defined, f1, 0.0).sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+
+
+def invented_labels(cases: Iterable[CaseResult]) -> set[str]:
+    """Called labels that are tool names the model invented: called where the case's catalog lacks them
+    (``hallucinated_tools``), and never expected nor called as a real tool by any of ``cases``."""
+    invented: set[str] = set()
+    real: set[str] = set()
+    for c in cases:
+        called = c.get("called_label")
+        expected = c.get("expected_label")
+        if expected is not None:
+            real.add(expected)
+        if called is not None:
+            (invented if called in (c.get("hallucinated_tools") or ()) else real).add(called)
+    return invented - real
 
 
 def _value(x: Any) -> float | None:
@@ -110,6 +133,8 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
             right_by_label.setdefault(label, []).append(c)
     tools: dict[str, ToolMetrics] = {}
     f1_all = f1_scores(tp, support, predicted)
+    invented = invented_labels(scored)
+    real = np.array([label not in invented for label in labels], dtype=bool)
     for i, label in enumerate(labels):
         f1 = _value(f1_all[i])
         tools[label] = {
@@ -140,11 +165,13 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
         "errors": len(errors),
         "accuracy": _ratio(float(tp.sum()), len(scored)),
         "pass_rate": _ratio(sum(passed), len(passed)),
-        "macro_f1": _value(macro_f1(f1_all)) if labels else None,
+        "macro_f1": _value(macro_f1(f1_all, real)) if real.any() else None,
         "weighted_f1": weighted,
         "tools": tools,
         "confusion": {"labels": labels, "matrix": matrix.tolist()},
         "confused_pairs": pairs,
         "arguments": argument_rates([c for c in scored if c["correct"]]),
         "diagnoses": dict(sorted(Counter(d for c in scored if (d := c.get("diagnosis"))).items())),
+        "hallucinated_tools": dict(sorted(Counter(t for c in scored for t in c.get("hallucinated_tools") or ())
+                                          .items())),
     }
