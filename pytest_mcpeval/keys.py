@@ -18,3 +18,4 @@ RESULT_KEY = pytest.StashKey["list[CaseResult]"]()  # one result per repeat
 LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the report
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
 CORRUPTED_KEY = pytest.StashKey[list[str]]()  # cache entries that could not be read
+UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)

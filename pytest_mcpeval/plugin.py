@@ -20,7 +20,15 @@ from pytest_mcpeval.defaults import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
 )
-from pytest_mcpeval.keys import CASE_KEY, CORRUPTED_KEY, LINT_KEY, RESULT_KEY, SETTINGS_KEY, TOOLS_KEY
+from pytest_mcpeval.keys import (
+    CASE_KEY,
+    CORRUPTED_KEY,
+    LINT_KEY,
+    RESULT_KEY,
+    SETTINGS_KEY,
+    TOOLS_KEY,
+    UNWRITABLE_KEY,
+)
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
@@ -296,11 +304,15 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
                       settings.repeat, connect_timeout=settings.connect_timeout)
     yield runtime
     runtime.close()
-    if cache is not None and cache.corrupted:
-        if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
-            config.workeroutput["mcpeval_corrupted"] = list(cache.corrupted)  # type: ignore[attr-defined]
-        else:
-            config.stash[CORRUPTED_KEY] = list(cache.corrupted)
+    if cache is not None:
+        for name, key, notes in (("corrupted", CORRUPTED_KEY, cache.corrupted),
+                                 ("unwritable", UNWRITABLE_KEY, cache.unwritable)):
+            if not notes:
+                continue
+            if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
+                config.workeroutput[f"mcpeval_{name}"] = list(notes)  # type: ignore[attr-defined]
+            else:
+                config.stash[key] = list(notes)
 
 
 def _runs_a_model(item: pytest.Item) -> bool:

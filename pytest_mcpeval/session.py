@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
@@ -89,10 +89,11 @@ class EvalSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist only: what a worker could not read from the cache."""
-        corrupted = getattr(node, "workeroutput", {}).get("mcpeval_corrupted", [])
-        known = self.config.stash.get(CORRUPTED_KEY, [])
-        self.config.stash[CORRUPTED_KEY] = known + [c for c in corrupted if c not in known]
+        """xdist only: what a worker could not read from or write to the cache."""
+        for name, key in (("corrupted", CORRUPTED_KEY), ("unwritable", UNWRITABLE_KEY)):
+            notes = getattr(node, "workeroutput", {}).get(f"mcpeval_{name}", [])
+            known = self.config.stash.get(key, [])
+            self.config.stash[key] = known + [c for c in notes if c not in known]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -297,6 +298,12 @@ class EvalSession:
                           "called again:", yellow=True)
             for note in corrupted:
                 tr.write_line(f"  {note}")
+        unwritable = self.config.stash.get(UNWRITABLE_KEY, [])
+        if unwritable:
+            tr.write_line("the response cache could not be written (the replies were used, not stored; the next run "
+                          "calls them again):", yellow=True)
+            for note in unwritable:
+                tr.write_line(f"  {settings.redactor.text(note)}")
         if settings.report_path is not None and not any("--mcp-report=" in e for e in self.write_errors):
             tr.write_line(f"report written to {settings.report_path}")
         for note in self.notes:

@@ -343,6 +343,8 @@ def test_a_cache_dir_that_is_a_file_costs_no_result(project: pytest.Pytester,
     assert outcome.result.ret == 0
     assert len(model_server.requests) == 3
     assert (project.path / "not-a-dir").read_text() == "a file where the cache should be\n"
+    outcome.result.stdout.fnmatch_lines(["*the response cache could not be written (the replies were used*",
+                                         "  *not-a-dir*: Not a directory"])
 
 
 def model(server: ScriptedModelServer | None = None) -> Any:
