@@ -82,6 +82,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail the session when a retriever's (local/...) recall@K is below X, e.g. 5:0.9 (repeatable)",
     )
     group.addoption(
+        "--mcp-min-coverage", dest="mcp_min_coverage", metavar="X", type=unit_interval, default=None,
+        help="fail the session when a model's mean claims coverage (flows with claims) is below X (0..1)",
+    )
+    group.addoption(
+        "--mcp-min-pass-rate", dest="mcp_min_pass_rate", metavar="X", type=unit_interval, default=None,
+        help="fail the session when a model's flow pass rate is below X (0..1)",
+    )
+    group.addoption(
+        "--mcp-judge-model", dest="mcp_judge_model", metavar="NAME", default=None,
+        help="the model that judges claims on flows' final answers: a litellm model string or an alias (ini "
+        "mcp_judge_model); claims with a `check` need no judge",
+    )
+    group.addoption(
+        "--mcp-claims-threshold", dest="mcp_claims_threshold", metavar="X", type=unit_interval, default=None,
+        help="coverage a flow with claims needs to pass (default 0.75; a file's `claims_threshold` wins)",
+    )
+    group.addoption(
         "--mcp-strict", dest="mcp_strict", action="store_true", default=False,
         help="every missed case fails its test (by default misses are reported and the thresholds decide)",
     )
@@ -160,6 +177,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("mcp_concurrency", type="linelist", default=[],
                   help="`MODEL = N` lines: calls in flight for that model")
     parser.addini("mcp_record", default="", help="default for --mcp-record")
+    parser.addini("mcp_judge_model", default="", help="default for --mcp-judge-model")
     parser.addini("mcp_cache_dir", default="", help="default for --mcp-cache-dir (relative to the rootdir)")
     parser.addini("mcp_models", type="linelist", default=[],
                   help="models to evaluate when --mcp-models is not given")

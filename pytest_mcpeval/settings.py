@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pytest_mcpeval.report.types import Baseline
 
 from pytest_mcpeval.defaults import (
+    DEFAULT_CLAIMS_THRESHOLD,
     DEFAULT_CONCURRENCY,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_DROP_LEVEL,
@@ -147,6 +148,8 @@ class Settings:
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
     markdown_path: Path | None = None
     list_tools: bool = False
+    judge_model: str | None = None  # --mcp-judge-model / ini mcp_judge_model: judges claims without a check
+    claims_threshold: float = DEFAULT_CLAIMS_THRESHOLD
     redactor: Redactor = field(default_factory=Redactor)  # masks this run's secrets in what it writes
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
@@ -172,6 +175,10 @@ class Settings:
                 thresholds.append(parse_threshold(f"recall_at_{k} >= {x}", "--mcp-min-recall-at"))
             if opt.mcp_min_f1 is not None:
                 thresholds.append(parse_threshold(f"macro_f1 >= {opt.mcp_min_f1}", "--mcp-min-f1"))
+            if opt.mcp_min_coverage is not None:
+                thresholds.append(parse_threshold(f"coverage >= {opt.mcp_min_coverage}", "--mcp-min-coverage"))
+            if opt.mcp_min_pass_rate is not None:
+                thresholds.append(parse_threshold(f"flow_pass_rate >= {opt.mcp_min_pass_rate}", "--mcp-min-pass-rate"))
             for line in config.getini("mcp_thresholds"):
                 if line.strip() and not line.strip().startswith("#"):
                     thresholds.append(parse_threshold(line, "ini mcp_thresholds"))
@@ -226,6 +233,9 @@ class Settings:
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
                    markdown_path=path(opt.mcp_markdown), list_tools=bool(opt.mcp_tools),
+                   judge_model=opt.mcp_judge_model or config.getini("mcp_judge_model").strip() or None,
+                   claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
+                                     else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=Redactor.for_run(registry.params.values()))
 
 

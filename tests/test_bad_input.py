@@ -129,7 +129,11 @@ def test_did_you_mean_picks_from_the_keys_of_the_place(tmp_path: Path, text: str
 
 
 def test_keys_at_each_place() -> None:
-    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip")
+    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "order", "forbid", "mocks", "execute",
+                                      "claims", "max_turns", "claims_threshold")
+    assert keys_at(("cases", 3, "mocks", "search_issues", 0)) == ("when", "result")
+    assert keys_at(("cases", 3, "mocks", "search_issues", 0, "result")) == ("text", "structured", "error")
+    assert keys_at(("cases", 3, "claims", 0, "check")) == ("contains", "regex", "any_of")
     assert keys_at(("cases", 3, "expect", 0)) == ("tool", "args", "extra_args")
     assert keys_at(("cases", 3, "input", 1)) == ("role", "content")
     assert "url" in keys_at(("server",)) and "cases" in keys_at(())

@@ -18,7 +18,9 @@ import types
 import typing
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_MAX_TURNS  # noqa: F401 (re-exported)
 
 FORMAT_VERSION: Literal[1] = 1
 CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -109,6 +111,80 @@ class ExpectedCall(_Strict):
     )
 
 
+OrderMode = Literal["strict", "in_order", "unordered", "subset", "superset"]
+DEFAULT_ORDER: OrderMode = "in_order"
+FLOW_KEYS = ("order", "mocks", "claims", "forbid", "max_turns")  # and `execute: live`
+
+
+class MockResult(_Strict):
+    """What a mocked tool answers.  Exactly one of ``text``, ``structured``, ``error``."""
+
+    text: str | None = Field(default=None, description="A text result.")
+    structured: Any = Field(
+        default=None, description="Structured content: sent to the model as JSON text and kept as structured content."
+    )
+    error: str | None = Field(default=None, description="An error result (`is_error: true`) with this text.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MockResult:
+        given = [k for k in ("text", "structured", "error") if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of text, structured, error (found: {', '.join(given) or 'none'})")
+        return self
+
+
+class Mock(_Strict):
+    """One answer of a mocked tool: the first whose ``when`` matches the call's arguments is used."""
+
+    when: dict[str, Any] | None = Field(
+        default=None,
+        description="Matchers, as in `args`, on the named arguments only (other arguments are not compared). "
+        "Without `when`: the tool's default answer.",
+    )
+    result: MockResult
+
+
+class ClaimCheck(_Strict):
+    """A deterministic check of the final answer (no judge).  Exactly one of ``contains``, ``regex``, ``any_of``."""
+
+    contains: str | None = Field(default=None, min_length=1, description="The answer contains this text.")
+    regex: str | None = Field(default=None, min_length=1, description="A Python regular expression found (search) in "
+                              "the answer.")
+    any_of: Annotated[list[ClaimCheck], Field(min_length=1)] | None = Field(
+        default=None, description="Passes when any of these checks passes."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ClaimCheck:
+        given = [k for k in ("contains", "regex", "any_of") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of contains, regex, any_of (found: {', '.join(given) or 'none'})")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression: {exc}") from None
+        return self
+
+
+class Claim(_Strict):
+    """An atomic fact the final answer must state: judged by the judge model, or by ``check``."""
+
+    claim: str = Field(min_length=1, description="The claim, one fact.")
+    check: ClaimCheck | None = Field(default=None, description="Decide it without a judge.")
+
+    @field_validator("claim")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("a claim needs a text")
+        return text
+
+
+def _claim(value: Any) -> Any:
+    return {"claim": value} if isinstance(value, str) else value
+
+
 class Case(_Strict):
     """One benchmark case: an input and the calls it should produce."""
 
@@ -121,6 +197,42 @@ class Case(_Strict):
     )
     tags: list[str] = Field(default_factory=list, description="Become pytest markers (select with -m).")
     skip: bool | str = Field(default=False, description="true, or a reason string, to skip the case.")
+    # -- multi-step flows (docs/flows.md): any of these keys, or `execute: live`, makes the case a flow
+    order: OrderMode | None = Field(
+        default=None,
+        description="How the model's calls compare with `expect` (flows; default in_order): strict = the same "
+        "calls in the same order, nothing else; in_order = in this order, other calls allowed between; "
+        "unordered = the same calls in any order; superset = every expected call, extra calls allowed; "
+        "subset = only expected calls, some may be missing.",
+    )
+    forbid: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="Tools the model must not call: a call fails the case in every order mode."
+    )
+    mocks: dict[str, Annotated[list[Mock], Field(min_length=1)]] = Field(
+        default_factory=dict, description="Answers of tool calls by tool name; the first mock whose `when` matches."
+    )
+    execute: Literal["mock", "live"] = Field(
+        default="mock",
+        description="mock (default): calls no mock answers get an error result; live: they are made on the server.",
+    )
+    claims: list[Annotated[Claim, BeforeValidator(_claim)]] = Field(
+        default_factory=list,
+        description="Facts the final answer must state: a string (judged by --mcp-judge-model) or "
+        "{claim, check: {contains | regex | any_of}} (decided without a judge).",
+    )
+    max_turns: int | None = Field(default=None, ge=1, description="Model calls a flow may make (default: the file's, "
+                                  "else 8).")
+    claims_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="Coverage a flow with claims needs to pass (default: the file's, else "
+        "--mcp-claims-threshold, else 0.75).")
+
+    @property
+    def is_flow(self) -> bool:
+        return self.execute == "live" or any(k in self.model_fields_set for k in FLOW_KEYS)
+
+    @property
+    def order_mode(self) -> OrderMode:
+        return self.order or DEFAULT_ORDER
 
     @field_validator("tags")
     @classmethod
@@ -145,6 +257,9 @@ class BenchmarkFile(_Strict):
     )
     tags: list[str] = Field(default_factory=list, description="Markers added to every case of the file.")
     system: str | None = Field(default=None, description="System prompt sent before every case's input.")
+    max_turns: int | None = Field(default=None, ge=1, description="Default `max_turns` of the file's flows (else 8).")
+    claims_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="Default `claims_threshold` of the file's flows.")
     cases: Annotated[list[Case], Field(min_length=1)]
 
     @field_validator("tags")
@@ -165,7 +280,7 @@ class BenchmarkFile(_Strict):
 def field_names() -> set[str]:
     """Every key the format knows, for did-you-mean suggestions."""
     names: set[str] = set()
-    for model in (BenchmarkFile, ServerSpec, Case, ExpectedCall, Message):
+    for model in (BenchmarkFile, ServerSpec, Case, ExpectedCall, Message, Mock, MockResult, Claim, ClaimCheck):
         names.update(model.model_fields)
     return names
 
@@ -208,6 +323,8 @@ def _step(annotation: Any, part: str | int) -> list[Any]:
         return [annotation.model_fields[part].annotation]
     if isinstance(part, int) and typing.get_origin(annotation) is list:
         return [typing.get_args(annotation)[0]]
+    if isinstance(part, str) and typing.get_origin(annotation) is dict:  # mocks: {tool name: [...]}
+        return [typing.get_args(annotation)[1]]
     return []
 
 

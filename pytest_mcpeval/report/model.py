@@ -61,6 +61,8 @@ def build_report(
         retrieval = retrieval_metrics(own)
         metrics: ModelMetrics = {
             **model_metrics(own),
+            "flows": None,  # filled by scoring.flows (multi-step flows)
+            "claims": None,
             "untested_tools": sorted(offered - tested),  # published, but no scored case expects them
             "retrieval": retrieval,
             "repeats": repeat_metrics(own),

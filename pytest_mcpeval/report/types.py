@@ -87,6 +87,51 @@ class CaseRetrieval(TypedDict):
     expected: dict[str, RankInfo]
 
 
+class ToolAnswerView(TypedDict):
+    """How a tool call of a flow was answered: by a ``mock`` of the file, the ``live`` server, or, when no
+    mock matched and the case does not execute live, an error result (``unmatched``: a benchmark gap)."""
+
+    source: Literal["mock", "live", "unmatched"]
+    is_error: bool
+    text: str | None  # what the model was sent (structured content as JSON text)
+    structured: NotRequired[JSON]
+
+
+class TrajectoryCall(TypedDict):
+    """A tool call of a flow turn (``tool``/``args``/``raw``/``malformed`` as in :class:`CalledTool`)."""
+
+    id: str
+    tool: str
+    args: dict[str, JSON] | None
+    raw: NotRequired[str]
+    malformed: NotRequired[str]
+    answer: ToolAnswerView
+
+
+class TrajectoryTurn(TypedDict):
+    """One model call of a flow: the calls it made (all answered before the next turn) and its text."""
+
+    calls: list[TrajectoryCall]
+    content: str | None
+
+
+class ExpectationMatch(TypedDict):
+    """Which call (index into the flow's ``called``) met an expected call, or why none did."""
+
+    call: int | None
+    problems: list[str]
+
+
+class ClaimView(TypedDict):
+    """One claim on the final answer: 1.0 fulfilled, 0.5 partially, 0.0 not."""
+
+    claim: str
+    method: Literal["check", "judge"]
+    score: float
+    verdict: Literal["fulfilled", "partially_fulfilled", "not_fulfilled"]
+    justification: str
+
+
 class Score(TypedDict):
     """What scoring adds to a case (``None`` everywhere for an error)."""
 
@@ -117,6 +162,19 @@ class CaseResult(Score):
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
     retrieval: NotRequired[CaseRetrieval]
+    # flows only (a case with order, mocks, execute: live, claims, forbid or max_turns; docs/flows.md)
+    flow: NotRequired[bool]
+    order: NotRequired[Literal["strict", "in_order", "unordered", "subset", "superset"]]
+    trajectory: NotRequired[list[TrajectoryTurn]]
+    turns: NotRequired[int]  # model calls made
+    final_answer: NotRequired[str | None]
+    order_ok: NotRequired[bool]
+    matches: NotRequired[list[ExpectationMatch]]  # one per expected call
+    forbidden_called: NotRequired[list[str]]
+    unmatched: NotRequired[list[CalledTool]]  # calls no mock answered: gaps of the benchmark file
+    claims: NotRequired[list[ClaimView]]
+    coverage: NotRequired[float | None]  # mean claim score; None without claims
+    judge_usage: NotRequired[dict[str, CaseUsage]]  # per judge model
 
 
 # ---------------------------------------------------------------------------------------------- models
@@ -211,7 +269,37 @@ class SelectionMetrics(TypedDict):
     hallucinated_tools: dict[str, int]
 
 
+class FlowToolMetrics(TypedDict):
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int  # flow cases that expect the tool
+
+
+class FlowMetrics(TypedDict):
+    """Multi-step flows: pass and order rates, and multi-label per-tool metrics over the sets of tools
+    expected and called per flow case (a tool counts once per case however often it is called)."""
+
+    cases: int
+    pass_rate: float | None
+    order_match_rate: float | None
+    exact_set_rate: float | None
+    tools: dict[str, FlowToolMetrics]
+    micro_f1: float | None
+    macro_f1: float | None
+
+
+class ClaimsMetrics(TypedDict):
+    """Claim-bearing cases only: mean coverage and the share that passed (calls and coverage)."""
+
+    cases: int
+    mean_coverage: float | None
+    pass_rate: float | None
+
+
 class ModelMetrics(SelectionMetrics):
+    flows: FlowMetrics | None
+    claims: ClaimsMetrics | None
     untested_tools: list[str]
     retrieval: RetrievalMetrics | None
     repeats: RepeatMetrics

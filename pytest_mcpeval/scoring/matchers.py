@@ -103,8 +103,28 @@ def bfcl_normalise(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """``{from_result: {tool, path, offset}}``: the value at ``path`` (dotted; list indices as numbers) in
+    the ``offset``-th earlier result of ``tool`` in the same flow.  Resolved by scoring.flow against the
+    flow's transcript before the call it checks; parsed, never evaluated."""
+
+    tool: str
+    path: tuple[str | int, ...]
+    offset: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        ref: dict[str, Any] = {"tool": self.tool, "path": ".".join(str(p) for p in self.path)}
+        if self.offset:
+            ref["offset"] = self.offset
+        return {"from_result": ref}
+
+
+@dataclass(frozen=True)
 class Matcher:
-    """A compiled expected value.  ``kind`` is one of literal, list, object, or a matcher key."""
+    """A compiled expected value.  ``kind`` is one of literal, list, object, or a matcher key.
+
+    ``from_result`` holds a :class:`Reference`: it matches nothing until scoring.flow binds it to the
+    value it refers to (a flow's earlier tool result)."""
 
     kind: str
     value: Any = None
@@ -117,6 +137,8 @@ class Matcher:
             return values_equal(self.value, actual)
         if kind == "ignore":
             return True
+        if kind == "from_result":
+            return False  # unbound: scoring.flow replaces it by the value it refers to
         if kind == "any_of":
             return any(m.matches(actual) for m in self.value)
         if kind == "regex":
@@ -144,7 +166,9 @@ class Matcher:
         if self.kind == "object":
             return {k: m.describe() for k, m in self.value.items()}
         out: dict[str, Any] = {}
-        if self.kind == "any_of":
+        if self.kind == "from_result":
+            out.update(self.value.describe())
+        elif self.kind == "any_of":
             out["any_of"] = [m.describe() for m in self.value]
         elif self.kind == "regex":
             out["regex"] = self.value.pattern
