@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy.stats import binomtest
+from sklearn.metrics import f1_score
 
 from pytest_mcpeval.gate.baseline import BASELINE_VERSION, BaselineError, load_baseline, make_baseline
 from pytest_mcpeval.gate.compare import (
@@ -34,7 +35,7 @@ from pytest_mcpeval.gate.significance import format_p, mcnemar_exact, permutatio
 from pytest_mcpeval.report.markdown import comparison_markdown as markdown
 from pytest_mcpeval.report.model import build_report
 from pytest_mcpeval.scoring.case import NONE
-from pytest_mcpeval.scoring.metrics import model_metrics, sort_labels
+from pytest_mcpeval.scoring.metrics import invented_labels, model_metrics, sort_labels
 
 MODEL = "gpt-5"
 
@@ -69,6 +70,7 @@ def catalog(description: str) -> dict[str, Any]:
     return {
         "list_issues": {"hash": hashlib.sha256(description.encode()).hexdigest()[:16], "description": description},
         "get_me": {"hash": "h-get-me", "description": "Get the authenticated user."},
+        "search_issues": {"hash": "h-search-issues", "description": "Search issues by text."},
     }
 
 
@@ -603,6 +605,39 @@ def test_observed_values_equal_model_metrics(seed: int) -> None:
                 assert value == (None if tool is None else pytest.approx(tool["f1"], abs=1e-12))
             else:
                 assert value == pytest.approx(m[change.metric], abs=1e-12)
+
+
+def invented_tool_run(invent_at: int, invented: str) -> list[dict[str, Any]]:
+    """12 cases of a three-tool catalog; case ``invent_at`` calls ``invented``, a tool no catalog has."""
+    expected = ["list_issues"] * 5 + ["get_me"] * 4 + [NONE] * 3
+    cases = [case(i, e, "search_issues" if i == 2 else e) for i, e in enumerate(expected)]
+    cases[invent_at] = {**case(invent_at, expected[invent_at], invented), "hallucinated_tools": [invented]}
+    return cases
+
+
+def test_macro_f1_of_invented_tools_equals_the_report() -> None:
+    tools = catalog(OLD_DESCRIPTION)
+    catalogs: Any = {"aaaa": {"server": "github", "tools": {t: {**v, "tokens": 10} for t, v in tools.items()},
+                              "tokens": 30}}
+    base, cur = invented_tool_run(0, "delete_repo"), invented_tool_run(6, "whoami")
+    before, after = build_report(base, catalogs, [MODEL]), build_report(cur, catalogs, [MODEL])
+    result = compare(make_baseline(before), after, metrics=("macro_f1", "tool_f1"), resamples=500)
+    by_metric = {c.metric: c for c in result.changes}
+    for cases, rep, value in ((base, before, by_metric["macro_f1"].before), (cur, after, by_metric["macro_f1"].after)):
+        y_true = [c["expected_label"] for c in cases]
+        y_pred = [c["called_label"] for c in cases]
+        invented = invented_labels(cases)
+        assert len(invented) == 1
+        real = [x for x in sort_labels([*y_true, *y_pred]) if x not in invented]
+        reference = f1_score(y_true, y_pred, labels=real, average="macro")
+        assert rep["models"][MODEL]["macro_f1"] == pytest.approx(reference, abs=1e-12)
+        assert value == pytest.approx(reference, abs=1e-12)
+        everything = f1_score(y_true, y_pred, average="macro")  # what averaging over every label gives
+        assert abs(value - everything) > 0.01
+    # the invented names keep their own f1 rows (0: never right)
+    assert (by_metric["f1[delete_repo]"].before, by_metric["f1[whoami]"].after) == (0.0, 0.0)
+    # the exact test swaps cases under the same statistic (model_metrics, hallucinated_tools riding along)
+    assert by_metric["macro_f1"].p_value == pytest.approx(swap_reference(base, cur, "macro_f1"), abs=1e-12)
 
 
 # ---------------------------------------------------------------------------------------- bootstrap

@@ -13,6 +13,11 @@ tool's support.  For ``accuracy`` and ``pass_rate`` the test is the exact McNema
 displayed interval is a percentile interval from a paired bootstrap over cases; it describes the
 difference, the verdict comes from the p-value.
 
+``macro_f1`` averages over the real labels only, as the report does (scoring.metrics): a tool name the
+model invented keeps its ``f1[TOOL]`` and counts against accuracy, but is left out of the average.  Baseline
+cases do not carry ``hallucinated_tools``, so here a label is real when it is ``(none)``, a tool of either
+run's catalogs or a tool some paired case expects (:func:`known_labels`); both sides use the same labels.
+
 A change is a *drop* when ``diff < -margin`` and ``p < level``; drops are what a pull request gate
 fails on.  Everything is seeded: the same inputs give the same output.
 """
@@ -139,19 +144,22 @@ def _columns(side: _Side, n_labels: int) -> Any:
     return np.column_stack([side.correct, side.passed, tp, exp, cal])
 
 
-def _stats(counts: Any, n: int, n_labels: int) -> dict[str, Any]:
-    """Metric arrays of shape (rows,) or (rows, labels) from weighted count rows (see ``_columns``)."""
+def _stats(counts: Any, n: int, n_labels: int, include: Any = None) -> dict[str, Any]:
+    """Metric arrays of shape (rows,) or (rows, labels) from weighted count rows (see ``_columns``);
+    ``include``, a boolean mask over the labels, is the labels macro F1 averages over (``None``: all)."""
     tp = counts[:, 2:2 + n_labels]
     support = counts[:, 2 + n_labels:2 + 2 * n_labels]
     predicted = counts[:, 2 + 2 * n_labels:]
     f1 = f1_scores(tp, support, predicted)
-    return {"accuracy": counts[:, 0] / n, "pass_rate": counts[:, 1] / n, "macro_f1": macro_f1(f1), "f1": f1}
+    return {"accuracy": counts[:, 0] / n, "pass_rate": counts[:, 1] / n, "macro_f1": macro_f1(f1, include),
+            "f1": f1}
 
 
-def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int, seed: int,
+def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int, seed: int, include: Any = None,
                       ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Observed and resampled metrics on both sides: ``(observed_before, observed_after, boot_before,
-    boot_after)``; each resample draws paired case indices with replacement (the same for both sides)."""
+    boot_after)``; each resample draws paired case indices with replacement (the same for both sides).
+    ``include`` as in :func:`_stats`."""
     import numpy as np
 
     n = len(before.correct)
@@ -166,8 +174,8 @@ def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int
         weights = np.bincount((idx + (np.arange(rows) * n)[:, None]).ravel(), minlength=rows * n)
         parts.append(weights.reshape(rows, n).astype(np.float64) @ cols)
     boot = np.vstack(parts)
-    return (_stats(observed[:, :width], n, n_labels), _stats(observed[:, width:], n, n_labels),
-            _stats(boot[:, :width], n, n_labels), _stats(boot[:, width:], n, n_labels))
+    return (_stats(observed[:, :width], n, n_labels, include), _stats(observed[:, width:], n, n_labels, include),
+            _stats(boot[:, :width], n, n_labels, include), _stats(boot[:, width:], n, n_labels, include))
 
 
 def bootstrap_interval(diffs: Any, level: float) -> tuple[float | None, float | None]:
@@ -198,10 +206,20 @@ def _f1_stat(counts: Any) -> Any:
     return f1_scores(counts[:, 0], counts[:, 1], counts[:, 2])
 
 
-def _macro_stat(n_labels: int) -> Callable[[Any], Any]:
+def _macro_stat(n_labels: int, include: Any = None) -> Callable[[Any], Any]:
+    """Macro F1 of count rows ``tp[L], support[L], predicted[L]`` over the labels ``include`` keeps."""
     def stat(counts: Any) -> Any:
-        return macro_f1(f1_scores(counts[:, :n_labels], counts[:, n_labels:2 * n_labels], counts[:, 2 * n_labels:]))
+        return macro_f1(f1_scores(counts[:, :n_labels], counts[:, n_labels:2 * n_labels], counts[:, 2 * n_labels:]),
+                        include)
     return stat
+
+
+def known_labels(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> set[str] | None:
+    """The tools of both runs' catalogs and ``(none)``: the labels that are no invented tool name.  ``None``
+    when neither run has a catalog (a report made by hand, an old file): nothing then tells an invented
+    name from a real tool, and macro F1 averages over every label."""
+    tools = set(_definitions(baseline)) | set(_definitions(current))
+    return tools | {NONE} if tools else None
 
 
 def _change(model: str, metric: str, before: Any, after: Any, boot_diffs: Any, n: int, margin: float,
@@ -276,6 +294,7 @@ def compare(
 
     order = [*(current_report.get("models") or {}), *(baseline.get("models") or {})]
     models = [m for m in dict.fromkeys(order) if m in pairs] + sorted(set(pairs) - set(order))
+    known = known_labels(baseline, current_report)
     changes: list[MetricChange] = []
     for model in models:
         model_pairs = pairs[model]
@@ -284,6 +303,8 @@ def compare(
             str(c.get(key) or NONE) for pair in model_pairs for c in pair for key in ("expected_label", "called_label")
         )
         index = {label: i for i, label in enumerate(labels)}
+        expected = {str(c.get("expected_label") or NONE) for pair in model_pairs for c in pair}
+        include = None if known is None else np.array([x in known or x in expected for x in labels], dtype=bool)
 
         def side(cases: list[Mapping[str, Any]], index: dict[str, int] = index) -> _Side:
             return _Side(
@@ -294,7 +315,7 @@ def compare(
             )
 
         before, after = side([b for b, _ in model_pairs]), side([a for _, a in model_pairs])
-        ob, oa, bb, ba = bootstrap_metrics(before, after, len(labels), resamples, seed)
+        ob, oa, bb, ba = bootstrap_metrics(before, after, len(labels), resamples, seed, include)
         cols_b, cols_a = _columns(before, len(labels)), _columns(after, len(labels))
         for metric in metrics:
             if metric in ("accuracy", "pass_rate"):
@@ -304,7 +325,8 @@ def compare(
                 changes.append(_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
                                        margin, level, (mcnemar_exact(worse, better), worse + better)))
             elif metric == "macro_f1":
-                test = permutation_test(cols_b[:, 2:], cols_a[:, 2:], _macro_stat(len(labels)), resamples, seed)
+                test = permutation_test(cols_b[:, 2:], cols_a[:, 2:], _macro_stat(len(labels), include), resamples,
+                                        seed)
                 changes.append(_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
                                        margin, level, test))
             else:
