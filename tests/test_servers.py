@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import make_project, read_report, run
+from conftest import NOTES_CASES, make_project, read_report, run
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
@@ -41,15 +41,6 @@ if __name__ == "__main__":
         server.run()
 '''
 
-CASES = """
-cases:
-  - id: list-work
-    input: Show the notes in my work folder
-    expect: [{tool: list_notes, args: {folder: work}}]
-  - id: search-dentist
-    input: Which note mentions the dentist?
-    expect: [{tool: search_notes, args: {query: {regex: "(?i).*dentist.*"}}}]
-"""
 
 
 def script(server: ScriptedModelServer) -> None:
@@ -98,7 +89,8 @@ def check_run(pytester: pytest.Pytester, server: ScriptedModelServer, *args: str
 
 @pytest.mark.parametrize("args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_stdio_command(pytester: pytest.Pytester, model_server: ScriptedModelServer, args: list[str]) -> None:
-    bench = f"server:\n  command: [{sys.executable}, notes_server.py]\n  env: {{NOTES_SUFFIX: ' (env)'}}\n" + CASES
+    bench = (f"server:\n  command: [{sys.executable}, notes_server.py]\n  env: {{NOTES_SUFFIX: ' (env)'}}\n"
+             + NOTES_CASES)
     make_project(pytester, model_server, {"notes_server.py": SERVER, "notes.mcpeval.yaml": bench})
     check_run(pytester, model_server, *args)
     description = model_server.requests[0]["tools"][0]["function"]["description"]
@@ -106,19 +98,19 @@ def test_stdio_command(pytester: pytest.Pytester, model_server: ScriptedModelSer
 
 
 def test_stdio_under_no_capture(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
-    bench = f"server:\n  command: [{sys.executable}, notes_server.py]\n" + CASES
+    bench = f"server:\n  command: [{sys.executable}, notes_server.py]\n" + NOTES_CASES
     make_project(pytester, model_server, {"notes_server.py": SERVER, "notes.mcpeval.yaml": bench})
     check_run(pytester, model_server, "-s")
 
 
 def test_streamable_http(pytester: pytest.Pytester, model_server: ScriptedModelServer, http_server: str) -> None:
-    bench = f"server:\n  url: {http_server}\n  headers: {{X-Token: '${{NOTES_TOKEN}}'}}\n" + CASES
+    bench = f"server:\n  url: {http_server}\n  headers: {{X-Token: '${{NOTES_TOKEN}}'}}\n" + NOTES_CASES
     make_project(pytester, model_server, {"notes.mcpeval.yaml": bench})
     check_run(pytester, model_server)
 
 
 def test_in_process_python_object(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
-    bench = "server:\n  python: notes_server:server\n" + CASES
+    bench = "server:\n  python: notes_server:server\n" + NOTES_CASES
     make_project(pytester, model_server, {"evals/notes_server.py": SERVER, "evals/notes.mcpeval.yaml": bench})
     check_run(pytester, model_server, "-p", "no:xdist")
 
@@ -127,14 +119,14 @@ def test_conftest_fixture_overrides_the_file_server(pytester: pytest.Pytester,
                                                    model_server: ScriptedModelServer) -> None:
     conftest = "import pytest\nimport notes_server\n\n@pytest.fixture(scope='session')\n" \
                "def mcp_server():\n    return notes_server.server\n"
-    bench = "server:\n  url: http://127.0.0.1:9/unreachable\n" + CASES
+    bench = "server:\n  url: http://127.0.0.1:9/unreachable\n" + NOTES_CASES
     make_project(pytester, model_server, {"notes_server.py": SERVER, "conftest.py": conftest,
                                           "notes.mcpeval.yaml": bench})
     check_run(pytester, model_server)
 
 
 def test_unknown_expected_tool_on_a_live_server(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
-    bench = "server:\n  python: notes_server:server\n" + CASES.replace("tool: search_notes", "tool: search_note")
+    bench = "server:\n  python: notes_server:server\n" + NOTES_CASES.replace("tool: search_notes", "tool: search_note")
     make_project(pytester, model_server, {"notes_server.py": SERVER, "notes.mcpeval.yaml": bench})
     script(model_server)
     result = run(pytester, "--mcp-models=fake")
@@ -146,7 +138,7 @@ def test_unknown_expected_tool_on_a_live_server(pytester: pytest.Pytester, model
 
 
 def test_missing_python_target(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
-    bench = "server:\n  python: no_such_module:server\n" + CASES
+    bench = "server:\n  python: no_such_module:server\n" + NOTES_CASES
     make_project(pytester, model_server, {"notes.mcpeval.yaml": bench})
     result = run(pytester, "--mcp-models=fake")
     result.stdout.fnmatch_lines(["*cannot import `no_such_module`: ModuleNotFoundError*; its log: *server-0.log",
@@ -167,7 +159,7 @@ def server_log(result: pytest.RunResult) -> str:
 
 def test_stdio_server_that_crashes_at_start_up(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     crash = "import sys\nprint('SERVER-STDERR-MARKER', file=sys.stderr)\nraise RuntimeError('BOOM-AT-START')\n"
-    bench = f"server:\n  command: [{sys.executable}, crash_server.py]\n" + CASES
+    bench = f"server:\n  command: [{sys.executable}, crash_server.py]\n" + NOTES_CASES
     make_project(pytester, model_server, {"crash_server.py": crash, "notes.mcpeval.yaml": bench})
     result = run(pytester, "--mcp-models=fake")
     result.stdout.fnmatch_lines([
@@ -188,7 +180,7 @@ def test_stdio_server_that_crashes_at_start_up(pytester: pytest.Pytester, model_
 
 def test_python_target_whose_import_raises(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     broken = "import os\n\n\ndef boom():\n    raise RuntimeError('BOOM-AT-IMPORT')\n\n\nboom()\n"
-    bench = "server:\n  python: broken_server:server\n" + CASES
+    bench = "server:\n  python: broken_server:server\n" + NOTES_CASES
     make_project(pytester, model_server, {"broken_server.py": broken, "notes.mcpeval.yaml": bench})
     result = run(pytester, "--mcp-models=fake")
     result.stdout.fnmatch_lines([
@@ -205,7 +197,7 @@ def test_python_target_whose_import_raises(pytester: pytest.Pytester, model_serv
 
 def test_unreachable_url(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    make_project(pytester, model_server, {"notes.mcpeval.yaml": f"server:\n  url: {url}\n" + CASES})
+    make_project(pytester, model_server, {"notes.mcpeval.yaml": f"server:\n  url: {url}\n" + NOTES_CASES})
     result = run(pytester, "--mcp-models=fake")
     result.stdout.fnmatch_lines([
         f"*could not connect to the server (url: {url}): ConnectError: All connection attempts failed; "
@@ -220,7 +212,7 @@ def test_unreachable_url(pytester: pytest.Pytester, model_server: ScriptedModelS
 
 def test_fixture_object_that_cannot_connect(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     conftest = "import pytest\n\n@pytest.fixture(scope='session')\ndef mcp_server():\n    return object()\n"
-    bench = "server:\n  url: http://127.0.0.1:9/unused\n" + CASES
+    bench = "server:\n  url: http://127.0.0.1:9/unused\n" + NOTES_CASES
     make_project(pytester, model_server, {"conftest.py": conftest, "notes.mcpeval.yaml": bench})
     result = run(pytester, "--mcp-models=fake")
     result.stdout.fnmatch_lines([

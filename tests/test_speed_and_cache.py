@@ -6,24 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GITHUB_TOOLS, make_project, read_report, run
+from conftest import GITHUB_TOOLS, get_me_cases, make_project, read_report, run
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
 N = 24
 
 
-def bench_text(n: int = N, prefix: str = "q") -> str:
-    cases = "".join(
-        f"  - id: {prefix}{i}\n    input: {prefix} question {i}\n    expect: [{{tool: get_me, args: {{}}}}]\n"
-        for i in range(n)
-    )
-    return "server: {tools_file: tools.json}\ncases:\n" + cases
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
-    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench_text()})
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": get_me_cases(N)})
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
     model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}]})
     return pytester
@@ -77,7 +69,7 @@ def test_changed_description_remakes_exactly_its_calls(pytester: pytest.Pytester
                                                       model_server: ScriptedModelServer) -> None:
     tools = json.loads(GITHUB_TOOLS.read_text())
     for folder, prefix in (("a", "a"), ("b", "b")):
-        make_project(pytester, model_server, {f"{folder}/bench.mcpeval.yaml": bench_text(5, prefix)})
+        make_project(pytester, model_server, {f"{folder}/bench.mcpeval.yaml": get_me_cases(5, prefix)})
         (pytester.path / folder / "tools.json").write_text(json.dumps(tools))
     model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}]})
     assert run(pytester, "--mcp-models=fake").ret == 0
@@ -160,7 +152,7 @@ def test_repeats_give_pass_k_and_flaky_cases(project: pytest.Pytester, model_ser
 def test_cost_from_the_offline_cost_map(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     params = json.dumps({"api_base": model_server.api_base, "api_key": "not-a-key"})
     (pytester.path / "pytest.ini").write_text(f"[pytest]\nmcp_model_params = openai/gpt-4o-mini = {params}\n")
-    (pytester.path / "bench.mcpeval.yaml").write_text(bench_text(2))
+    (pytester.path / "bench.mcpeval.yaml").write_text(get_me_cases(2))
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
     model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}]})
     assert run(pytester, "--mcp-models=openai/gpt-4o-mini", "--mcp-report=report.json").ret == 0

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import pytest
-from conftest import GITHUB_TOOLS, make_project, read_report, run
+from conftest import GITHUB_TOOLS, get_me_cases, make_project, read_report, run
 
 from pytest_mcpeval.run.dispatch import benchmark_slices, slice_scheduler
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -29,19 +29,11 @@ def pytest_mcpeval_case_result(item, result):
 """
 
 
-def bench(prefix: str, n: int) -> str:
-    cases = "".join(
-        f"  - id: {prefix}{i}\n    input: {prefix} question {i}\n    expect: [{{tool: get_me, args: {{}}}}]\n"
-        for i in range(n)
-    )
-    return "server: {tools_file: tools.json}\ncases:\n" + cases
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
     """Two benchmark files of 6 cases and a Python test file of 4 tests."""
     plain = "import pytest\n\n\n@pytest.mark.parametrize('i', range(4))\ndef test_plain(i):\n    pass\n"
-    files = {"a.mcpeval.yaml": bench("a", 6), "b.mcpeval.yaml": bench("b", 6), "test_plain.py": plain}
+    files = {"a.mcpeval.yaml": get_me_cases(6, "a"), "b.mcpeval.yaml": get_me_cases(6, "b"), "test_plain.py": plain}
     make_project(pytester, model_server, files)
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
     model_server.script("*", GET_ME)

@@ -17,24 +17,16 @@ import sys
 import time
 
 import pytest
-from conftest import GITHUB_TOOLS, make_project, read_report, run
+from conftest import GITHUB_TOOLS, get_me_cases, make_project, read_report, run
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GET_ME = {"tool_calls": [{"name": "get_me", "arguments": {}}]}
 
 
-def bench(n: int, prefix: str = "q") -> str:
-    cases = "".join(
-        f"  - id: {prefix}{i}\n    input: {prefix} question {i}\n    expect: [{{tool: get_me, args: {{}}}}]\n"
-        for i in range(n)
-    )
-    return "server: {tools_file: tools.json}\ncases:\n" + cases
-
-
 @pytest.fixture
 def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
-    make_project(pytester, model_server, {"a.mcpeval.yaml": bench(4)})
+    make_project(pytester, model_server, {"a.mcpeval.yaml": get_me_cases(4)})
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
     model_server.script("*", GET_ME)
     return pytester
@@ -118,7 +110,7 @@ def test_ctrl_c_exits_at_once_keeps_what_was_paid_for_and_never_passes(project: 
                                                                       model_server: ScriptedModelServer,
                                                                       xdist_args: list[str]) -> None:
     """SIGINT to a real pytest process with 30 calls in flight (each would take 60 s) and 10 answered."""
-    (project.path / "a.mcpeval.yaml").write_text(bench(40))
+    (project.path / "a.mcpeval.yaml").write_text(get_me_cases(40))
     for i in range(10, 40):
         model_server.script(f"q question {i}", dict(GET_ME, delay=60))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -222,7 +214,7 @@ def test_no_secret_reaches_an_artifact(pytester: pytest.Pytester, model_server: 
     (pytester.path / "pytest.ini").write_text(
         f"[pytest]\nmcp_model_aliases = fake = openai/fake\nmcp_model_params = fake = {json.dumps(params)}\n")
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
-    (pytester.path / "a.mcpeval.yaml").write_text(bench(3))
+    (pytester.path / "a.mcpeval.yaml").write_text(get_me_cases(3))
     (pytester.path / "b.mcpeval.yaml").write_text(  # unreachable: the error names the URL
         f"server: {{url: 'http://127.0.0.1:9/mcp?token={URL_TOKEN}&team=core'}}\ncases:\n"
         "  - {id: b0, input: hi, expect: [{tool: get_me}]}\n")

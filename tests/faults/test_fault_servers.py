@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_project, read_report, run
+from conftest import NOTES_CASES, make_project, read_report, run
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
@@ -81,15 +81,6 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"unknown method {method}"}})
 '''
 
-CASES = """
-cases:
-  - id: list-work
-    input: Show the notes in my work folder
-    expect: [{tool: list_notes, args: {folder: work}}]
-  - id: search-dentist
-    input: Which note mentions the dentist?
-    expect: [{tool: search_notes, args: {query: {regex: "(?i).*dentist.*"}}}]
-"""
 IDS = ["list-work", "search-dentist"]
 TOOLS = [
     {"name": "list_notes", "description": "List every note in a folder.",
@@ -119,7 +110,7 @@ def script(server: ScriptedModelServer) -> None:
 def evaluate(pytester: pytest.Pytester, model_server: ScriptedModelServer, server: str, *args: str) -> Outcome:
     """One run against ``server`` (the benchmark's ``server:`` block): every case in the report exactly once,
     no traceback, no server process left."""
-    make_project(pytester, model_server, {"raw_server.py": RAW_SERVER, "notes.mcpeval.yaml": server + CASES})
+    make_project(pytester, model_server, {"raw_server.py": RAW_SERVER, "notes.mcpeval.yaml": server + NOTES_CASES})
     script(model_server)
     started = time.perf_counter()
     result = run(pytester, "--mcp-models=fake", f"--mcp-connect-timeout={CONNECT_TIMEOUT:g}",
@@ -280,7 +271,7 @@ def test_live_server_with_duplicate_tool_names(pytester: pytest.Pytester,
 
 def collection_error(pytester: pytest.Pytester, model_server: ScriptedModelServer, tools_json: str) -> str:
     """A benchmark whose tools_file holds ``tools_json``: a collection error (exit 2), no case run."""
-    make_project(pytester, model_server, {"notes.mcpeval.yaml": "server:\n  tools_file: tools.json\n" + CASES,
+    make_project(pytester, model_server, {"notes.mcpeval.yaml": "server:\n  tools_file: tools.json\n" + NOTES_CASES,
                                           "tools.json": tools_json})
     result = run(pytester, "--mcp-models=fake")
     out = result.stdout.str() + result.stderr.str()
