@@ -35,11 +35,13 @@ import pytest_mcpeval.checks.lint
 import pytest_mcpeval.checks.listing
 import pytest_mcpeval.collect
 import pytest_mcpeval.gate.compare
+import pytest_mcpeval.models.judge
 import pytest_mcpeval.models.litellm_client
 import pytest_mcpeval.report.markdown
 import pytest_mcpeval.report.model
 import pytest_mcpeval.report.terminal
 import pytest_mcpeval.run.runtime
+import pytest_mcpeval.scoring.claims
 import pytest_mcpeval.servers
 import pytest_mcpeval.session  # noqa: F401
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -108,3 +110,23 @@ def read_report(pytester: pytest.Pytester, name: str = "report.json") -> dict[st
     data: dict[str, Any] = json.loads((pytester.path / name).read_text())
     validate_report(data)
     return data
+
+
+def get_me_cases(n: int, prefix: str = "q") -> str:
+    """A benchmark file of ``n`` cases, each expecting ``get_me`` (GitHub tools in tools.json)."""
+    cases = "".join(
+        f"  - id: {prefix}{i}\n    input: {prefix} question {i}\n    expect: [{{tool: get_me, args: {{}}}}]\n"
+        for i in range(n)
+    )
+    return "server: {tools_file: tools.json}\ncases:\n" + cases
+
+
+NOTES_CASES = """
+cases:
+  - id: list-work
+    input: Show the notes in my work folder
+    expect: [{tool: list_notes, args: {folder: work}}]
+  - id: search-dentist
+    input: Which note mentions the dentist?
+    expect: [{tool: search_notes, args: {query: {regex: "(?i).*dentist.*"}}}]
+"""
