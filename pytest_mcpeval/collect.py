@@ -2,19 +2,26 @@
 
 Items are ``pytest.Function`` objects (a bare ``pytest.Item`` gets no fixtures), so a case can use
 session fixtures such as ``mcp_server`` (a user's override of the file's server) and syrupy's.
+
+Once the items are selected (``-k``, ``-m``), :func:`check_judge` (or, on the xdist controller, which
+collects nothing, :func:`check_judge_ids`) makes flows whose claims need a judge, in a run without one,
+a usage error naming the files.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_mcpeval.benchmark.loader import Benchmark, BenchmarkError, load
+from pytest_mcpeval.benchmark.loader import Benchmark, BenchmarkError, Problem, load, unknown_tools
+from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
-from pytest_mcpeval.run.case import CaseError, CaseRef, missing_tools
+from pytest_mcpeval.run.case import CaseError, CaseRef, identity_from_nodeid, missing_tools
 from pytest_mcpeval.run.item import CaseMissed, run_case
 
 NO_MODEL_REASON = (
@@ -80,7 +87,8 @@ class BenchmarkFileNode(pytest.File):
         return os.path.relpath(self.path, self.config.invocation_params.dir)
 
     def _check_static_tools(self, bench: Benchmark) -> None:
-        """With a static tool list, a missing expected tool is found at collection time."""
+        """With a static tool list, the tools a case expects, mocks or forbids are checked at collection time,
+        all of the file's at once (a ``from_result`` names an earlier expected call's tool: checked with it)."""
         from pytest_mcpeval.servers import ServerError, load_tools_file
 
         spec = bench.spec.server
@@ -93,8 +101,73 @@ class BenchmarkFileNode(pytest.File):
             raise self.CollectError(
                 f"{self._shown_path}:{bench.line_of(('server', 'tools_file'))}: server.tools_file: {exc}"
             ) from None
+        problems: list[Problem] = []
         for i, case in enumerate(bench.spec.cases):
             ref = CaseRef(bench, case, None)
-            for j, problem in missing_tools(ref.expectations(), catalog):
-                line = bench.line_of(("cases", i, "expect", j, "tool")) or ref.line
-                raise self.CollectError(f"{self._shown_path}:{line}: cases[{i}] (`{case.id}`): {problem}")
+            where = f"cases[{i}] (`{case.id}`)"
+            for j, message in missing_tools(ref.expectations(), catalog):
+                problems.append(Problem(bench.line_of(("cases", i, "expect", j, "tool")) or ref.line, where, message))
+            for loc, message in unknown_tools(case, catalog.names):
+                problems.append(Problem(bench.line_of(("cases", i, *loc)) or ref.line, where, message))
+        if problems:
+            raise self.CollectError(str(BenchmarkError.of(self._shown_path, problems)))
+
+
+def needs_judge(case: Case) -> bool:
+    """A claim without a ``check`` is decided by the judge model."""
+    return any(claim.check is None for claim in case.claims)
+
+
+def check_judge(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
+    """After selection: selected flows (that will run: a model, not skipped) with claims for the judge and no
+    ``--mcp-judge-model`` are a usage error.  Call it where the items are (not on an xdist worker: the
+    controller calls :func:`check_judge_ids`)."""
+    if config.stash[SETTINGS_KEY].judge_model is not None:
+        return
+    found: dict[Path, list[str]] = {}
+    for item in items:
+        ref = item.stash.get(CASE_KEY, None)
+        if ref is not None and ref.model is not None and not ref.case.skip and needs_judge(ref.case):
+            ids = found.setdefault(ref.bench.path, [])
+            if ref.case.id not in ids:
+                ids.append(ref.case.id)
+    _judge_usage_error(config, found)
+
+
+_JUDGE_CHECKED = pytest.StashKey[bool]()
+
+
+def check_judge_ids(config: pytest.Config, nodeids: Sequence[str]) -> None:
+    """:func:`check_judge` on the xdist controller, from the selected node ids of the first worker to finish
+    collecting (every worker collects the same items); the files are read again."""
+    if config.stash[SETTINGS_KEY].judge_model is not None or config.stash.get(_JUDGE_CHECKED, False):
+        return
+    config.stash[_JUDGE_CHECKED] = True
+    wanted: dict[str, set[str]] = {}
+    for nodeid in nodeids:
+        identity = identity_from_nodeid(nodeid)  # case items with a model only
+        if identity is not None:
+            wanted.setdefault(identity["file"], set()).add(identity["id"])
+    found: dict[Path, list[str]] = {}
+    for file, ids in wanted.items():
+        path = config.rootpath / file
+        try:
+            bench = load(path)
+        except BenchmarkError:  # the worker reported it as a collection error
+            continue
+        judged = [c.id for c in bench.spec.cases if c.id in ids and not c.skip and needs_judge(c)]
+        if judged:
+            found[path] = judged
+    _judge_usage_error(config, found)
+
+
+def _judge_usage_error(config: pytest.Config, found: dict[Path, list[str]]) -> None:
+    if not found:
+        return
+    start = config.invocation_params.dir
+    files = "\n".join(f"  {os.path.relpath(path, start)}: {', '.join(ids)}" for path, ids in sorted(found.items()))
+    raise pytest.UsageError(
+        "claims without a `check` are judged by a judge model, and none is configured; pass "
+        "--mcp-judge-model=NAME (a litellm model string or an alias; ini key mcp_judge_model), or give these "
+        f"cases' claims a `check` (contains, regex or any_of) to decide them without a judge:\n{files}"
+    )

@@ -229,6 +229,21 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[WORKERINPUT_KEY] = distribution(config, config.stash.get(DIST_CHOSEN_KEY, True))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection."""
+    if not hasattr(session.config, "workerinput") and session.items:  # under xdist the controller checks below
+        from pytest_mcpeval.collect import check_judge
+
+        check_judge(session.config, session.items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    from pytest_mcpeval.collect import check_judge_ids
+
+    check_judge_ids(node.config, ids)
+
+
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     if file_path.name.endswith(FILE_SUFFIXES):
         from pytest_mcpeval.collect import BenchmarkFileNode

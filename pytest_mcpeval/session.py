@@ -98,6 +98,8 @@ class EvalSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.config.stash[SETTINGS_KEY]
+        if self.config.option.collectonly or exitstatus == pytest.ExitCode.USAGE_ERROR:
+            return  # nothing was meant to run, or nothing could: no report, no gate
         stopped = self.stopped(session, exitstatus)
         missing = self.missing_results(stopped, settings.repeat)
         if (not self.results and not missing and settings.report_path is None and not settings.thresholds

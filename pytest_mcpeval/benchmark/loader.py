@@ -5,21 +5,33 @@ what was expected, with a did-you-mean where a name is close.  All the problems 
 one run (duplicate keys, duplicate case ids, schema violations, malformed matchers), each on its own
 line; only a file that cannot be read or parsed stops at its first problem.  No traceback ever
 reaches the user.
+
+Flows (docs/format.md#flows) add checks that need the whole case: a ``from_result`` must name an earlier
+expected call's tool and sit in a flow, a mock's ``when`` is compiled like ``args`` (and kept in
+:attr:`Benchmark.mock_matchers`), a mock after a ``when``-less one of the same tool is never used,
+a forbidden tool must not be expected, and ``execute: live`` needs a server to execute on.  Checks
+against a tool list are :func:`unknown_tools` (at collection for ``tools_file``, by the engine for
+live servers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
-from pytest_mcpeval.benchmark.schema import BenchmarkFile, keys_at
-from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, compile_args
-from pytest_mcpeval.text import closest
+from pytest_mcpeval.benchmark.schema import FLOW_KEYS, BenchmarkFile, Case, keys_at
+from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS
+from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, Reference, compile_args, references
+from pytest_mcpeval.text import closest, did_you_mean
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.catalog import Catalog
 
 Loc = tuple[str | int, ...]
 
@@ -91,9 +103,26 @@ class Benchmark:
     case_lines: dict[str, int] = field(default_factory=dict)
     matchers: dict[tuple[str, int], dict[str, Matcher] | None] = field(default_factory=dict)
     locations: dict[Loc, int] = field(default_factory=dict)
+    mock_matchers: dict[tuple[str, str, int], dict[str, Matcher] | None] = field(default_factory=dict)
+    """``(case id, tool, index in mocks[tool])`` -> the mock's compiled ``when`` (``None``: no ``when``)."""
 
     def line_of(self, loc: Loc) -> int | None:
         return self.locations.get(loc)
+
+    def max_turns(self, case: Case) -> int:
+        """Model calls the flow ``case`` may make: the case's ``max_turns``, else the file's, else 8."""
+        for value in (case.max_turns, self.spec.max_turns):
+            if value is not None:
+                return value
+        return DEFAULT_MAX_TURNS
+
+    def claims_threshold(self, case: Case, default: float) -> float:
+        """Coverage ``case`` needs to pass: the case's ``claims_threshold``, else the file's, else ``default``
+        (the run's: --mcp-claims-threshold, else 0.75)."""
+        for value in (case.claims_threshold, self.spec.claims_threshold):
+            if value is not None:
+                return value
+        return default
 
 
 def render_loc(loc: Loc, spec_cases: Sequence[Any] | None = None) -> str:
@@ -221,8 +250,47 @@ def _validation_problems(exc: ValidationError, locations: dict[Loc, int], skip_d
             message = f"the key `{loc[-1]}` must be a string (quote it)"
         elif skip_duplicate_ids and not loc and message.startswith("duplicate case id"):
             continue  # already reported, with lines, by _duplicate_ids
+        else:
+            message = _reworded(kind, loc, error.get("input"), error.get("ctx") or {}, message)
         found.setdefault(loc, Problem(_nearest_line(locations, loc), render_loc(loc), message))
     return [problem for loc, problem in found.items() if loc not in folded]
+
+
+_QUOTED = re.compile(r"'([^']*)'")
+CLAIM_TEXT = "a claim needs a text: one fact the final answer must state"
+
+
+def _yaml_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else type(value).__name__
+
+
+def _reworded(kind: str, loc: Loc, value: Any, ctx: dict[str, Any], message: str) -> str:
+    """pydantic's message in the file's terms: a did-you-mean for a misspelt choice, YAML's type names."""
+    choices = _QUOTED.findall(str(ctx.get("expected", ""))) if kind == "literal_error" else []
+    if choices and isinstance(value, str):
+        noun = "order mode" if loc[-1:] == ("order",) else "value"
+        return f"unknown {noun} `{value}`{did_you_mean(value, choices)} (one of {', '.join(choices)})"
+    if loc[-1:] == ("claim",) and kind in ("string_too_short", "value_error"):
+        return CLAIM_TEXT
+    if len(loc) >= 2 and loc[-2] == "claims" and kind == "model_type":
+        return f"a claim is a string, or a mapping {{claim, check}}; not {_yaml_type(value)}"
+    if len(loc) >= 2 and loc[-2] == "mocks" and kind == "list_type":
+        return f"expected a list of mocks (each {{when, result}}), not {_yaml_type(value)}"
+    if loc[-1:] == ("mocks",) and kind == "dict_type":
+        return f"expected a mapping of tool names to lists of mocks, not {_yaml_type(value)}"
+    if kind in ("model_type", "dict_type", "list_type"):
+        keys = ", ".join(keys_at(loc)) if kind == "model_type" else ""
+        expected = "a list" if kind == "list_type" else f"a mapping (keys: {keys})" if keys else "a mapping"
+        return f"expected {expected}, not {_yaml_type(value)}"
+    return message
 
 
 def _duplicate_ids(cases: Any, locations: dict[Loc, int]) -> list[Problem]:
@@ -242,24 +310,124 @@ def _duplicate_ids(cases: Any, locations: dict[Loc, int]) -> list[Problem]:
     return problems
 
 
-def _compile_matchers(
-    cases: Any, locations: dict[Loc, int], problems: list[Problem]
-) -> dict[tuple[int, int], dict[str, Matcher] | None]:
-    """Compile the ``args`` of every expected call found in the raw data; a malformed one is a problem."""
-    compiled: dict[tuple[int, int], dict[str, Matcher] | None] = {}
+Compiled = dict[Loc, dict[str, Matcher] | None]
+"""Compiled ``args`` by ``(case index, expect index)`` and ``when`` by ``(case index, tool, mock index)``."""
+
+
+def _problem(locations: dict[Loc, int], loc: Loc, message: str) -> Problem:
+    return Problem(_nearest_line(locations, loc), render_loc(loc), message)
+
+
+def _compile(raw: Any, loc: Loc, locations: dict[Loc, int], problems: list[Problem]) -> dict[str, Matcher] | None:
+    """Compiled matchers of a raw ``args`` / ``when`` mapping; ``None`` when absent or malformed (a problem)."""
+    if not isinstance(raw, dict):
+        return None  # absent; a wrong type is the schema's to report
+    try:
+        return compile_args(raw)
+    except MatcherError as exc:
+        problems.append(_problem(locations, (*loc, *exc.path), exc.message))
+        return None
+
+
+def _is_flow(case: dict[str, Any]) -> bool:
+    """:attr:`Case.is_flow` of a case not validated yet."""
+    return case.get("execute") == "live" or any(key in case for key in FLOW_KEYS)
+
+
+def _compile_cases(data: dict[str, Any], locations: dict[Loc, int], problems: list[Problem]) -> tuple[Compiled,
+                                                                                                     Compiled]:
+    """Compile the ``args`` of every expected call and the ``when`` of every mock found in the raw data, and
+    check what needs a whole case (references, mocks, forbid, execute); each mistake is a problem."""
+    expects: Compiled = {}
+    mocks: Compiled = {}
+    server = data.get("server")
+    static = isinstance(server, dict) and "tools_file" in server
+    cases = data.get("cases")
     for i, case in enumerate(cases if isinstance(cases, list) else ()):
-        expect = case.get("expect") if isinstance(case, dict) else None
-        for j, call in enumerate(expect if isinstance(expect, list) else ()):
-            args = call.get("args") if isinstance(call, dict) else None
-            if args is None:
-                compiled[(i, j)] = None
-            elif isinstance(args, dict):
-                try:
-                    compiled[(i, j)] = compile_args(args)
-                except MatcherError as exc:
-                    loc: Loc = ("cases", i, "expect", j, "args", *exc.path)
-                    problems.append(Problem(_nearest_line(locations, loc), render_loc(loc), exc.message))
-    return compiled
+        if not isinstance(case, dict):
+            continue
+        expect = case.get("expect")
+        calls = expect if isinstance(expect, list) else []
+        tools = [call.get("tool") if isinstance(call, dict) else None for call in calls]
+        for j, call in enumerate(calls):
+            loc: Loc = ("cases", i, "expect", j, "args")
+            compiled = _compile(call.get("args") if isinstance(call, dict) else None, loc, locations, problems)
+            expects[(i, j)] = compiled
+            for path, ref in references(compiled):
+                message = _reference_problem(ref, [t for t in tools[:j] if isinstance(t, str)], tools[j:], case)
+                if message:
+                    problems.append(_problem(locations, (*loc, *path, "from_result"), message))
+        _compile_mocks(i, case.get("mocks"), locations, problems, mocks)
+        forbid = case.get("forbid")
+        for n, tool in enumerate(forbid if isinstance(forbid, list) else ()):
+            if isinstance(tool, str) and tool in tools:
+                problems.append(_problem(locations, ("cases", i, "forbid", n),
+                                         f"`{tool}` is both forbidden and expected (listed in `expect`)"))
+        if static and case.get("execute") == "live":
+            problems.append(_problem(locations, ("cases", i, "execute"), LIVE_WITHOUT_SERVER))
+        if "claims_threshold" in case and not case.get("claims"):
+            problems.append(_problem(locations, ("cases", i, "claims_threshold"),
+                                     "`claims_threshold` applies to claims, and this case has none"))
+        _no_booleans(case, ("cases", i), locations, problems)
+    _no_booleans(data, (), locations, problems)
+    return expects, mocks
+
+
+def _no_booleans(mapping: dict[str, Any], loc: Loc, locations: dict[Loc, int], problems: list[Problem]) -> None:
+    """pydantic takes `true` for 1: `max_turns: true` is a mistake, said as one."""
+    for key in ("max_turns", "claims_threshold"):
+        if isinstance(mapping.get(key), bool):
+            problems.append(_problem(locations, (*loc, key), "expected a number, not true/false"))
+
+
+LIVE_WITHOUT_SERVER = (
+    "`execute: live` needs a server to call, and this file's server is a `tools_file` (a static tool list): "
+    "answer the calls with `mocks`, or name a server with `command`, `url` or `python`"
+)
+NOT_A_FLOW = (
+    "`from_result` needs a flow: a single-call case has no earlier results (a case is a flow when it has "
+    "`order`, `mocks`, `forbid`, `claims`, `max_turns` or `execute: live`)"
+)
+
+
+def _reference_problem(ref: Reference, earlier: list[str], later: list[Any], case: dict[str, Any]) -> str | None:
+    """What is wrong with a ``from_result`` of an expected call: it must be in a flow and name the tool of an
+    expected call listed before this one (``offset`` counting those)."""
+    if not _is_flow(case):
+        return NOT_A_FLOW
+    count = earlier.count(ref.tool)
+    if count == 0:
+        message = f"`from_result` refers to `{ref.tool}`, which no expected call before this one uses"
+        if ref.tool in later:
+            return message + " (a reference takes its value from an earlier call: list that call first)"
+        if not earlier:
+            return message + " (this is the first expected call: a reference needs an earlier one)"
+        return message + did_you_mean(ref.tool, earlier) + " (a reference takes its value from an earlier call)"
+    if ref.offset >= count:
+        return (f"`offset: {ref.offset}` refers to result {ref.offset + 1} of `{ref.tool}`, but `expect` lists "
+                f"{count} call{'s' if count > 1 else ''} of it before this one (offset 0 is the first)")
+    return None
+
+
+def _compile_mocks(i: int, mocks: Any, locations: dict[Loc, int], problems: list[Problem], out: Compiled) -> None:
+    """Compile every mock's ``when``; a mock after a ``when``-less one of the same tool is never used."""
+    for tool, entries in (mocks.items() if isinstance(mocks, dict) else ()):
+        default_line: int | None = None
+        for k, mock in enumerate(entries if isinstance(entries, list) else ()):
+            if not isinstance(mock, dict):
+                continue
+            loc: Loc = ("cases", i, "mocks", str(tool), k)
+            if default_line is not None:
+                problems.append(_problem(locations, loc, f"this mock is never used: the mock at line {default_line} "
+                                         f"has no `when` and answers every call of `{tool}` first (put it last)"))
+            when = _compile(mock.get("when"), (*loc, "when"), locations, problems)
+            out[(i, str(tool), k)] = when
+            for path, _ref in references(when):
+                problems.append(_problem(locations, (*loc, "when", *path, "from_result"),
+                                         "`from_result` does not go in `when`: a mock's answers are fixed, so write "
+                                         "the value itself"))
+            if default_line is None and not mock.get("when"):
+                default_line = _nearest_line(locations, loc)
 
 
 def load(path: Path) -> Benchmark:
@@ -274,7 +442,7 @@ def load(path: Path) -> Benchmark:
         raise BenchmarkError(path, "expected a mapping with `server` and `cases` at the top level", 1)
     duplicates = _duplicate_ids(data.get("cases"), locations)
     problems += duplicates
-    compiled = _compile_matchers(data.get("cases"), locations, problems)
+    compiled, mock_matchers = _compile_cases(data, locations, problems)
     spec: BenchmarkFile | None = None
     try:
         spec = BenchmarkFile.model_validate(data)
@@ -287,4 +455,31 @@ def load(path: Path) -> Benchmark:
         bench.case_lines[case.id] = locations.get(("cases", i), 0)
         for j in range(len(case.expect)):
             bench.matchers[(case.id, j)] = compiled.get((i, j))
+        for tool, mocks in case.mocks.items():
+            for k in range(len(mocks)):
+                bench.mock_matchers[(case.id, tool, k)] = mock_matchers.get((i, tool, k))
     return bench
+
+
+def unknown_tools(case: Case, names: Collection[str]) -> list[tuple[Loc, str]]:
+    """The tools ``case`` mocks or forbids that are not among ``names`` (the catalog's), each as ``(place in the
+    case, message with a did-you-mean)``: ``(("mocks", "issue_reed"), "mocked tool `issue_reed` is not ...")``.
+
+    Checked at collection for a ``tools_file``; for a live server the engine calls :func:`unknown_mock_tools`.
+    (Expected tools, and so the tools ``from_result`` names, are checked by ``run.case.missing_tools``.)"""
+    found: list[tuple[Loc, str]] = []
+    for tool in case.mocks:
+        if tool not in names:
+            found.append((("mocks", tool), f"mocked tool `{tool}` is not published by the server"
+                                           f"{did_you_mean(tool, names)}"))
+    for n, tool in enumerate(case.forbid):
+        if tool not in names:
+            found.append((("forbid", n), f"forbidden tool `{tool}` is not published by the server"
+                                         f"{did_you_mean(tool, names)}"))
+    return found
+
+
+def unknown_mock_tools(case: Case, catalog: Catalog) -> list[str]:
+    """One message per tool ``case`` mocks that ``catalog`` does not publish (with a did-you-mean), e.g.
+    ``mocked tool `issue_reed` is not published by the server; did you mean `issue_read`?``; ``[]`` when all are."""
+    return [message for loc, message in unknown_tools(case, catalog.names) if loc[0] == "mocks"]

@@ -100,7 +100,8 @@ class ExpectedCall(_Strict):
     args: dict[str, Any] | None = Field(
         default=None,
         description="Expected arguments: literal JSON values or matchers ({any_of}, {regex}, {approx, tol}, "
-        "{text}, {equals}, {ignore: true}, with optional: true). Omit `args` to check only the tool name; "
+        "{text}, {equals}, {ignore: true}, with optional: true); in a flow also references to an earlier result, "
+        "{from_result: {tool, path, offset}}. Omit `args` to check only the tool name; "
         "`args: {}` expects a call without arguments.",
     )
     extra_args: Literal["forbid", "allow"] = Field(

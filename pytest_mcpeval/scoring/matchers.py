@@ -13,6 +13,8 @@ Semantics (documented in docs/format.md), modelled on BFCL's AST checker:
   misspelt matcher key, is an error with a did-you-mean.
 * Lists match element-wise with the same length; mappings need the same keys (optional ones aside) and
   matching values, recursively.
+* In a flow, ``{from_result: {tool: T, path: "items.0.number", offset: 0}}`` stands for a value of an
+  earlier tool result (a :class:`Reference`); it is compiled here and bound by scoring.flow.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from pytest_mcpeval.text import did_you_mean
 
 VALUE_KEYS = ("equals", "any_of", "regex", "approx", "text", "ignore")
 MODIFIER_KEYS = ("optional", "tol")
-MATCHER_KEYS = frozenset(VALUE_KEYS + MODIFIER_KEYS)
+REFERENCE_KEY = "from_result"
+REFERENCE_KEYS = ("tool", "path", "offset")
+MATCHER_KEYS = frozenset((*VALUE_KEYS, *MODIFIER_KEYS, REFERENCE_KEY))
+_INDEX = re.compile(r"^(0|[1-9][0-9]*)$")
 DEFAULT_TOL = 1e-6
 
 _RFC3339 = re.compile(
@@ -224,6 +229,11 @@ def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | 
     optional = raw.get("optional", False)
     if not isinstance(optional, bool):
         raise MatcherError((*path, "optional"), "`optional` must be true or false")
+    if REFERENCE_KEY in raw:
+        if value_keys or "tol" in raw:
+            other = (value_keys or ["tol"])[0]
+            raise MatcherError(path, f"`from_result` stands for the whole value: it does not go with `{other}`")
+        return Matcher("from_result", compile_reference(raw[REFERENCE_KEY], (*path, REFERENCE_KEY)), optional)
     if "tol" in raw and value_keys != ["approx"]:
         raise MatcherError((*path, "tol"), "`tol` only goes with `approx`")
     if len(value_keys) > 1:
@@ -266,3 +276,63 @@ def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | 
 
 def compile_args(raw: Mapping[str, Any]) -> dict[str, Matcher]:
     return {str(name): compile_value(value, (str(name),)) for name, value in raw.items()}
+
+
+def compile_reference(raw: Any, where: tuple[str | int, ...]) -> Reference:
+    """``{tool: T, path: "items.0.number", offset: 0}`` -> :class:`Reference`; raise :class:`MatcherError`.
+
+    ``path`` is dotted; a segment that is a whole number written without leading zeros (``0``, ``12``) is a
+    list index, anything else a key.  ``offset`` (default 0) picks the earlier result of ``tool``: 0 = the first.
+    """
+    if not isinstance(raw, Mapping):
+        raise MatcherError(where, "`from_result` takes a mapping {tool: TOOL, path: DOTTED.PATH, offset: N}")
+    for key in raw:
+        if key not in REFERENCE_KEYS:
+            raise MatcherError(
+                (*where, str(key)),
+                f"unknown key `{key}` in `from_result`{did_you_mean(str(key), REFERENCE_KEYS)} "
+                f"(keys: {', '.join(REFERENCE_KEYS)})",
+            )
+    tool = raw.get("tool")
+    if not isinstance(tool, str) or not tool.strip():
+        raise MatcherError((*where, "tool"), "`from_result` needs `tool`: the name of the tool whose earlier result "
+                           "holds the value")
+    text = raw.get("path")
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        text = str(text)  # `path: 0`: YAML reads a lone index as a number
+    if not isinstance(text, str) or not text:
+        raise MatcherError((*where, "path"), "`from_result` needs `path`: a dotted path into the result, such as "
+                           "`items.0.number` (list indices as numbers)")
+    parts = text.split(".")
+    if any(not part for part in parts):
+        raise MatcherError((*where, "path"), f"`path` {text!r} has an empty segment (write keys and list indices "
+                           "separated by single dots, such as `items.0.number`)")
+    offset = raw.get("offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise MatcherError((*where, "offset"), "`offset` takes a whole number >= 0: which earlier result of the "
+                           "tool (0 = the first, the default)")
+    steps = tuple(int(part) if _INDEX.match(part) else part for part in parts)
+    return Reference(tool, steps, offset)
+
+
+def references(matchers: Mapping[str, Matcher] | None) -> list[tuple[tuple[str | int, ...], Reference]]:
+    """Every ``from_result`` in compiled ``args``, with its place as a :class:`MatcherError` would name it
+    (``("issue_number",)``, ``("filter", "ids", 0)``, ``("q", "any_of", 1)``)."""
+    found: list[tuple[tuple[str | int, ...], Reference]] = []
+
+    def walk(matcher: Matcher, path: tuple[str | int, ...]) -> None:
+        if matcher.kind == "from_result":
+            found.append((path, matcher.value))
+        elif matcher.kind == "object":
+            for key, inner in matcher.value.items():
+                walk(inner, (*path, key))
+        elif matcher.kind == "list":
+            for index, inner in enumerate(matcher.value):
+                walk(inner, (*path, index))
+        elif matcher.kind == "any_of":
+            for index, inner in enumerate(matcher.value):
+                walk(inner, (*path, "any_of", index))
+
+    for name, matcher in (matchers or {}).items():
+        walk(matcher, (name,))
+    return found
