@@ -42,6 +42,7 @@ import pytest_mcpeval.report.model
 import pytest_mcpeval.report.terminal
 import pytest_mcpeval.run.runtime
 import pytest_mcpeval.scoring.claims
+import pytest_mcpeval.scoring.flow
 import pytest_mcpeval.servers
 import pytest_mcpeval.session  # noqa: F401
 from pytest_mcpeval.testing import ScriptedModelServer

@@ -264,3 +264,62 @@ def test_argument_rates_none_without_correct_selection() -> None:
                ("hallucination_rate", "all_expected_rate", "all_required_rate", "exact_match_rate"))
     for tool in m["tools"].values():
         assert tool["arguments"]["exact_match_rate"] is None
+
+
+# ------------------------------------------------------------------------------- flows: the two families apart
+
+
+def flow_result(expected: str, called: str, diagnosis: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A scored flow case (``flow: true``), with the fields scoring.flow gives."""
+    passed = diagnosis is None
+    out = case(expected, called, flow=True, order="in_order", passed=passed, diagnosis=diagnosis, order_ok=passed,
+               matches=[], forbidden_called=[], coverage=None, **extra)
+    out.update(expected=[{"tool": expected}], called=[{"tool": called, "args": {}}])
+    return out
+
+
+def test_single_call_metrics_leave_flows_out() -> None:
+    """Flows change no single-call number (accuracy, F1, confusion, arguments, pass rate, invented tools); the
+    counts and the diagnoses cover both families."""
+    single = github_cases()
+    flows = [flow_result("search_issues", "list_issues", "wrong_tool", hallucinated_tools=[]),
+             flow_result("list_issues", "made_up", "premature_stop", hallucinated_tools=["made_up"]),
+             flow_result("search_issues", "search_issues"),
+             {**flow_result("get_me", "get_me"), "error": "model API failed", "correct": None}]
+    alone, mixed = model_metrics(single), model_metrics([*single, *flows])
+    for key in ("accuracy", "pass_rate", "macro_f1", "weighted_f1", "tools", "confusion", "confused_pairs",
+                "arguments", "hallucinated_tools"):
+        assert mixed[key] == alone[key], key
+    assert (mixed["cases"], mixed["scored"], mixed["errors"]) == (24, 23, 1)
+    assert mixed["diagnoses"] == {"premature_stop": 1, "wrong_tool": 4}
+    only_flows = model_metrics(flows)
+    assert (only_flows["scored"], only_flows["accuracy"], only_flows["pass_rate"], only_flows["macro_f1"]) == (
+        3, None, None, None)
+    assert only_flows["diagnoses"] == {"premature_stop": 1, "wrong_tool": 1} and only_flows["tools"] == {}
+
+
+def test_report_has_flow_and_claims_metrics() -> None:
+    from pytest_mcpeval.report.model import build_report
+    from pytest_mcpeval.report.types import validate_report
+
+    base = {"file": "f.mcpeval.yaml", "line": 1, "model": "m", "repeat": 0, "tags": [], "error": None}
+    claims = [{"claim": "names 42", "method": "check", "score": 0.5, "verdict": "partially_fulfilled",
+               "justification": "x"}]
+    results = [
+        {**base, "id": "one", **case("get_me", "get_me"), "expected": [{"tool": "get_me"}],
+         "called": [{"tool": "get_me", "args": {}}]},
+        {**base, "id": "two", **flow_result("search_issues", "search_issues"), "claims": claims * 2,
+         "coverage": 0.5, "passed": False, "diagnosis": "answer_incomplete", "trajectory": [], "turns": 1},
+        {**base, "id": "three", **flow_result("list_issues", "search_issues", "wrong_tool")},
+    ]
+    report = build_report(results, {}, ["m"])
+    validate_report(json.loads(json.dumps(report)))
+    m = report["models"]["m"]
+    assert (m["accuracy"], m["scored"]) == (1.0, 3)
+    flows = m["flows"]
+    assert flows is not None
+    assert (flows["cases"], flows["pass_rate"], flows["exact_set_rate"]) == (2, 0.0, 0.5)
+    assert flows["tools"]["search_issues"] == {"precision": 0.5, "recall": 1.0, "f1": 2 / 3, "support": 1}
+    assert m["claims"] == {"cases": 1, "mean_coverage": 0.5, "pass_rate": 0.0}
+    assert m["diagnoses"] == {"answer_incomplete": 1, "wrong_tool": 1}
+    assert build_report(results[:1], {}, ["m"])["models"]["m"]["flows"] is None

@@ -12,6 +12,9 @@ it fails (the way pytest-benchmark's ``RegressionCheck`` does).  Syntax, on the 
     hallucination_rate <= 0.05
     recall[list_issues] >= 0.9
     local/minilm: recall_at_5 >= 0.9      # retrievers only (local/... models)
+    flow_pass_rate >= 0.8                 # multi-step flows (--mcp-min-pass-rate)
+    coverage >= 0.75                      # claims coverage of flows' answers (--mcp-min-coverage)
+    flow_f1[search_issues] >= 0.8         # multi-label per-tool F1 over flow cases; flow_macro_f1 too
 
 A threshold on a metric with no data fails ("not measured"): a gate must not pass on nothing.
 Baseline comparisons (significant drops) will be further objects of the same kind.
@@ -73,7 +76,7 @@ class Threshold:
             if not metric.applies_to(metrics):
                 what = metric.not_applicable_reason()
             else:
-                what = f"no data for `{self.tool}`" if self.tool else "no case was scored"
+                what = f"no data for `{self.tool}`" if self.tool else metric.unmeasured()
             return f"model {model}: {shown} was not measured ({what}); threshold {self.op} {self.value:g}{origin}"
         ok = value >= self.value if self.op == ">=" else value <= self.value
         if ok:
@@ -94,7 +97,8 @@ def parse_threshold(text: str, source: str = "") -> Threshold:
                              f"(metrics: {', '.join(NAMES)})")
     metric = METRICS[name]
     if tool is None and metric.per_tool_only:
-        raise ThresholdError(f"`{name}` is per tool: write `{name}[TOOL]` (or use macro_f1) in {text!r}")
+        macro = "flow_macro_f1" if metric.family == "flows" else "macro_f1"
+        raise ThresholdError(f"`{name}` is per tool: write `{name}[TOOL]` (or use {macro}) in {text!r}")
     if tool is not None and metric.tool_path is None:
         raise ThresholdError(f"`{name}` is not a per-tool metric in {text!r} (per tool: {', '.join(TOOL_METRICS)})")
     value = float(match["value"])

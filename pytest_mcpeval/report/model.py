@@ -23,6 +23,7 @@ from pytest_mcpeval.report.types import (
     Report,
     RunInfo,
 )
+from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics
 from pytest_mcpeval.scoring.metrics import model_metrics
 from pytest_mcpeval.scoring.repeats import repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
@@ -61,8 +62,8 @@ def build_report(
         retrieval = retrieval_metrics(own)
         metrics: ModelMetrics = {
             **model_metrics(own),
-            "flows": None,  # filled by scoring.flows (multi-step flows)
-            "claims": None,
+            "flows": flow_metrics(own),  # multi-step flows; the rest of model_metrics is single-call
+            "claims": claims_metrics(own),
             "untested_tools": sorted(offered - tested),  # published, but no scored case expects them
             "retrieval": retrieval,
             "repeats": repeat_metrics(own),

@@ -16,12 +16,14 @@ Rules (docs/metrics.md):
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.report.types import ArgumentCheck, CalledTool, ExpectedView, Mismatch, Score
 from pytest_mcpeval.scoring.matchers import Matcher
+from pytest_mcpeval.text import canonical_json
 
 NONE = "(none)"
 
@@ -100,10 +102,8 @@ def check_arguments(expect: Expectation, call: CalledTool, catalog: Catalog) -> 
     }
 
 
-def _call_ok(expect: Expectation, call: CalledTool, catalog: Catalog) -> bool:
-    if call["tool"] != expect.tool:
-        return False
-    check = check_arguments(expect, call, catalog)
+def arguments_ok(check: ArgumentCheck) -> bool:
+    """Well-formed, no hallucinated name, every required argument, and the expectation matched (when given)."""
     return (
         check["malformed"] is None
         and not check["hallucination"]
@@ -112,18 +112,73 @@ def _call_ok(expect: Expectation, call: CalledTool, catalog: Catalog) -> bool:
     )
 
 
+def call_ok(expect: Expectation, call: CalledTool, catalog: Catalog) -> bool:
+    """Whether ``call`` meets ``expect``: the same tool and :func:`arguments_ok`."""
+    return call["tool"] == expect.tool and arguments_ok(check_arguments(expect, call, catalog))
+
+
+def argument_fault(check: ArgumentCheck) -> str | None:
+    """The first argument failure of a call of the right tool, in this order: ``malformed_call``,
+    ``hallucinated_argument``, ``missing_required_argument``, ``wrong_argument_value`` (an expected argument
+    missing or mismatched, or an argument `extra_args: forbid` does not allow); ``None`` when it passes."""
+    if check["malformed"]:
+        return "malformed_call"
+    if check["hallucination"]:
+        return "hallucinated_argument"
+    if not check["all_required"]:
+        return "missing_required_argument"
+    if check["exact"] is False:
+        return "wrong_argument_value"
+    return None
+
+
+def argument_problems(check: ArgumentCheck) -> list[str]:
+    """What is wrong with a call's arguments, one sentence each (empty when :func:`arguments_ok`)."""
+    out: list[str] = []
+    if check["malformed"]:
+        return [f"malformed arguments ({check['malformed']})"]
+    if check["hallucinated"]:
+        out.append(f"not in the tool's schema: {', '.join(check['hallucinated'])}")
+    if check["missing_required"]:
+        out.append(f"missing required: {', '.join(check['missing_required'])}")
+    if check["missing_expected"]:
+        out.append(f"missing expected: {', '.join(check['missing_expected'])}")
+    for m in check["mismatched"]:
+        out.append(f"`{m['name']}` = {canonical_json(m['got'])}, expected {canonical_json(m['expected'])}")
+    if check["unexpected"]:
+        out.append(f"not expected (extra_args: forbid): {', '.join(check['unexpected'])}")
+    return out
+
+
+def max_matching(ok: Sequence[Sequence[bool]]) -> list[int | None]:
+    """A maximum one-to-one matching of rows to columns where ``ok[row][col]`` (Kuhn's augmenting paths):
+    for each row, its column or ``None``.  Rows are tried in order, each column first-fit, so the result is
+    deterministic; its size is the maximum (any unmatched row has no augmenting path)."""
+    owner: dict[int, int] = {}  # column -> row
+
+    def augment(row: int, seen: set[int]) -> bool:
+        for col, good in enumerate(ok[row]):
+            if good and col not in seen:
+                seen.add(col)
+                if col not in owner or augment(owner[col], seen):
+                    owner[col] = row
+                    return True
+        return False
+
+    for row in range(len(ok)):
+        augment(row, set())
+    out: list[int | None] = [None] * len(ok)
+    for col, row in owner.items():
+        out[row] = col
+    return out
+
+
 def _one_to_one(expects: list[Expectation], calls: list[CalledTool], catalog: Catalog) -> bool:
     """Every expectation matched by a distinct call (order-independent, as BFCL's parallel check)."""
     if len(expects) != len(calls):
         return False
-    ok = [[_call_ok(e, c, catalog) for c in calls] for e in expects]
-
-    def assign(i: int, used: frozenset[int]) -> bool:
-        if i == len(expects):
-            return True
-        return any(ok[i][j] and assign(i + 1, used | {j}) for j in range(len(calls)) if j not in used)
-
-    return assign(0, frozenset())
+    ok = [[call_ok(e, c, catalog) for c in calls] for e in expects]
+    return None not in max_matching(ok)
 
 
 def diagnose(expected_label: str, called_label: str, expected_tools: list[str], calls: list[CalledTool],

@@ -1,6 +1,8 @@
 """Aggregate metrics for one model over its case results (definitions in docs/metrics.md).
 
-Tool selection is multi-class classification: one class per tool plus ``(none)``; the labels are the
+These are the single-call family: a multi-step flow (``flow`` in its result) is left out of every number
+here except the counts ``cases`` / ``scored`` / ``errors`` and ``diagnoses`` (scoring.flows has the flow
+family).  Tool selection is multi-class classification: one class per tool plus ``(none)``; the labels are the
 union of expected and called labels.  A tool name the model invented (not in the catalog it was shown:
 ``hallucinated_tools`` of a case) is a label of its own in the confusion matrix, counted against the
 expected tool's recall and against accuracy, but macro F1 averages over the real labels only (the
@@ -114,11 +116,15 @@ def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[s
 
 
 def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
-    """Every metric of one model; ``cases`` are result dicts of that model (errors included)."""
+    """The single-call metrics of one model; ``cases`` are result dicts of that model (errors included).
+
+    ``cases``, ``scored``, ``errors`` and ``diagnoses`` count both families; every other number is over the
+    scored single-call cases only (multi-step flows have theirs in scoring.flows)."""
     import numpy as np
 
     errors = [c for c in cases if c.get("error")]
-    scored = [c for c in cases if not c.get("error") and c.get("correct") is not None]
+    every = [c for c in cases if not c.get("error") and c.get("correct") is not None]
+    scored = [c for c in every if not c.get("flow")]
     expected = [c["expected_label"] or NONE for c in scored]
     called = [c["called_label"] or NONE for c in scored]
     labels = sort_labels([*expected, *called])
@@ -161,7 +167,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     passed = [bool(c.get("passed")) for c in scored]
     return {
         "cases": len(cases),
-        "scored": len(scored),
+        "scored": len(every),
         "errors": len(errors),
         "accuracy": _ratio(float(tp.sum()), len(scored)),
         "pass_rate": _ratio(sum(passed), len(passed)),
@@ -171,7 +177,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
         "confusion": {"labels": labels, "matrix": matrix.tolist()},
         "confused_pairs": pairs,
         "arguments": argument_rates([c for c in scored if c["correct"]]),
-        "diagnoses": dict(sorted(Counter(d for c in scored if (d := c.get("diagnosis"))).items())),
+        "diagnoses": dict(sorted(Counter(d for c in every if (d := c.get("diagnosis"))).items())),  # both families
         "hallucinated_tools": dict(sorted(Counter(t for c in scored for t in c.get("hallucinated_tools") or ())
                                           .items())),
     }

@@ -3,8 +3,9 @@
 Each :class:`Metric` says which family it belongs to, whether higher is better, whether it is per tool,
 where its value lives in a model's metrics (``report.types.ModelMetrics``) and how it is shown.  The
 values themselves are computed in one place each: selection and arguments in :mod:`.metrics`,
-retrieval in :mod:`.retrieval`, repeats in :mod:`.repeats`.  Thresholds (``gate``), the baseline
-comparison (``compare``), option parsing (``settings``) and the terminal summary look names up here.
+retrieval in :mod:`.retrieval`, repeats in :mod:`.repeats`, multi-step flows and claims in :mod:`.flows`.
+Thresholds (``gate``), the baseline comparison (``compare``), option parsing (``settings``) and the
+terminal summary look names up here.
 Pure: no pytest, no I/O.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, Literal
 
 from pytest_mcpeval.scoring.retrieval import KS
 
-Family = Literal["selection", "arguments", "retrieval"]
+Family = Literal["selection", "arguments", "retrieval", "flows", "claims"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Metric:
     tool_path: tuple[str, ...] | None = None  # where the per-tool value lives in ToolMetrics
     higher_is_better: bool = True
     percent: bool = True  # shown as a percentage (else as a number with three decimals)
+    tools_at: tuple[str, ...] = ("tools",)  # where the per-tool mapping lives in ModelMetrics
 
     @property
     def per_tool_only(self) -> bool:
@@ -38,7 +40,9 @@ class Metric:
         if tool is not None:
             if self.tool_path is None:
                 return None
-            tools = metrics.get("tools")
+            tools: Any = metrics
+            for key in self.tools_at:
+                tools = tools.get(key) if isinstance(tools, Mapping) else None
             node: Any = tools.get(tool) if isinstance(tools, Mapping) else None
             path = self.tool_path
         else:
@@ -50,9 +54,12 @@ class Metric:
         return None if node is None else float(node)
 
     def applies_to(self, metrics: Mapping[str, object]) -> bool:
-        """Whether a model measures this family at all: only retrievers rank tools, and fill no arguments."""
+        """Whether a model measures this family at all: only retrievers rank tools, and they fill no arguments
+        and hold no conversation (no flows, no claims)."""
         if self.family == "retrieval":
             return metrics.get("retrieval") is not None
+        if self.family in ("flows", "claims"):
+            return metrics.get("retrieval") is None
         if self.family == "arguments":
             arguments = metrics.get("arguments")
             return not isinstance(arguments, Mapping) or bool(arguments.get("applicable", True))
@@ -61,7 +68,17 @@ class Metric:
     def not_applicable_reason(self) -> str:
         if self.family == "retrieval":
             return "it is not a retriever: only local/... models rank tools"
+        if self.family in ("flows", "claims"):
+            return "a retriever runs no multi-step flows"
         return "a retriever fills no arguments"
+
+    def unmeasured(self) -> str:
+        """Why a model that this metric applies to has no value for it (``read`` gave ``None``)."""
+        if self.family == "flows":
+            return "no flow case was scored"
+        if self.family == "claims":
+            return "no case with claims was scored"
+        return "no case was scored"
 
     def fmt(self, value: float | None) -> str:
         if value is None:
@@ -73,10 +90,19 @@ def _argument(name: str, key: str, description: str, higher_is_better: bool = Tr
     return Metric(name, "arguments", description, ("arguments", key), ("arguments", key), higher_is_better)
 
 
+def _flow(name: str, key: str, description: str, percent: bool = True) -> Metric:
+    return Metric(name, "flows", description, ("flows", key), percent=percent)
+
+
+def _flow_tool(name: str, key: str, description: str) -> Metric:
+    return Metric(name, "flows", description, tool_path=(key,), tools_at=("flows", "tools"), percent=False)
+
+
 _ALL = (
-    Metric("accuracy", "selection", "share of scored cases whose first call is the first expected tool",
+    Metric("accuracy", "selection", "share of scored single-call cases whose first call is the first expected tool",
            ("accuracy",)),
-    Metric("pass_rate", "selection", "share of scored cases that pass (right tools, right arguments)", ("pass_rate",)),
+    Metric("pass_rate", "selection", "share of scored single-call cases that pass (right tools, right arguments)",
+           ("pass_rate",)),
     Metric("macro_f1", "selection", "mean per-label F1 over the real labels (tools of the catalog, and no tool)",
            ("macro_f1",), percent=False),
     Metric("weighted_f1", "selection", "support-weighted per-label F1", ("weighted_f1",), percent=False),
@@ -94,6 +120,21 @@ _ALL = (
              ("retrieval", "recall_at", str(k))) for k in KS),
     Metric("mrr", "retrieval", "mean reciprocal rank of the best-ranked expected tool", ("retrieval", "mrr"),
            percent=False),
+    _flow("flow_pass_rate", "pass_rate", "share of scored flow cases that pass (order mode, forbid, turn limit, "
+          "claims coverage)"),
+    _flow("flow_order_match_rate", "order_match_rate", "share of scored flow cases whose order mode held"),
+    _flow("flow_exact_set_rate", "exact_set_rate", "share of scored flow cases whose set of called tools equals "
+          "the set of expected tools"),
+    _flow("flow_micro_f1", "micro_f1", "multi-label F1 pooled over every tool of the flow cases", percent=False),
+    _flow("flow_macro_f1", "macro_f1", "mean multi-label per-tool F1 over the flow cases (invented names left out)",
+          percent=False),
+    _flow_tool("flow_precision", "precision", "of the flow cases that called the tool, the share that expected it"),
+    _flow_tool("flow_recall", "recall", "of the flow cases that expected the tool, the share that called it"),
+    _flow_tool("flow_f1", "f1", "harmonic mean of the tool's flow precision and recall"),
+    Metric("coverage", "claims", "mean claims coverage of the final answers (cases with claims)",
+           ("claims", "mean_coverage")),
+    Metric("claims_pass_rate", "claims", "share of the cases with claims that pass (calls and coverage)",
+           ("claims", "pass_rate")),
 )
 
 METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
