@@ -231,7 +231,9 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection."""
-    if not hasattr(session.config, "workerinput") and session.items:  # under xdist the controller checks below
+    if hasattr(session.config, "workerinput"):  # under xdist the controller checks (below)
+        return
+    if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
         from pytest_mcpeval.collect import check_judge
 
         check_judge(session.config, session.items)
@@ -239,9 +241,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    from pytest_mcpeval.collect import check_judge_ids
+    if any(nodeid.partition("::")[0].endswith(FILE_SUFFIXES) for nodeid in ids):
+        from pytest_mcpeval.collect import check_judge_ids
 
-    check_judge_ids(node.config, ids)
+        check_judge_ids(node.config, ids)
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -334,7 +337,7 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), Dispatcher(dispatch, cache),
-                      settings.repeat, connect_timeout=settings.connect_timeout)
+                      settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime
     runtime.close()
     if cache is not None:

@@ -1,8 +1,8 @@
 """MCP server lifecycle: one connection per server per process (xdist worker), tools fetched once.
 
 Servers run in a background event loop (an anyio blocking portal) so a connection stays open for the
-whole session: single-call evaluation only needs the tool list, multi-step flows will call tools over
-the same session (:meth:`ServerPool.call_tool` is that seam).
+whole session: single-call evaluation only needs the tool list; flows with ``execute: live`` call tools
+over the same session (:meth:`ServerPool.call_tool`, by the catalog that session listed).
 
 Kinds of server: a static ``tools_file``, a ``command`` spoken to over stdio (stderr goes to a log
 file, never to pytest's output), a streamable HTTP ``url``, an in-process ``python`` object, or
@@ -53,6 +53,20 @@ class ServerError(Exception):
     """The server could not be started, reached or listed: an infrastructure error."""
 
 
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer over a live session, as builtin data.
+
+    ``text`` is what a model is sent: the result's text parts joined by newlines (a text resource's text;
+    ``[image: MIME]`` and the like for content a chat message cannot carry), or the structured content as
+    compact JSON when there is no content.  ``structured`` is the structured content as the server sent it.
+    """
+
+    is_error: bool
+    text: str
+    structured: Any = None
+
+
 @dataclass
 class _Live:
     client: Any
@@ -60,6 +74,7 @@ class _Live:
     done: concurrent.futures.Future[None]
     label: str
     log: Path
+    closed: str | None = None  # how the session was seen to close under a tool call: no call is tried again
 
 
 def _first_leaf(exc: BaseException) -> BaseException:
@@ -259,6 +274,7 @@ class ServerPool:
         self._stack = ExitStack()
         self._portal: Any = None
         self._spec_keys: dict[tuple[int, Path], str] = {}
+        self._sessions: dict[int, str] = {}  # id(catalog) -> key of the live session that listed it
 
     # -- public ---------------------------------------------------------------------------------
     def catalog_for_spec(self, spec: ServerSpec, base_dir: Path, root_dir: Path) -> Catalog:
@@ -273,10 +289,33 @@ class ServerPool:
         key = f"fixture:{type(obj).__name__}:{id(obj)}" if not isinstance(obj, str) else f"url:{obj}"
         return self._cached(key, lambda: self._open_object(key, obj))
 
-    def call_tool(self, catalog_key: str, name: str, arguments: dict[str, Any]) -> Any:  # pragma: no cover
-        """Seam for multi-step flows: call a tool over the live session."""
-        live = self._live[catalog_key]
-        return self._portal.call(live.client.call_tool, name, arguments)
+    def call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        """Call tool ``name`` over the live session that listed ``catalog``.
+
+        An MCP error result is an answer like any other (``is_error``).  Anything else is a
+        :class:`ServerError` naming the server's log, where the traceback goes: no live session (a static
+        tool list), a session that ended (the server exited), no answer within ``timeout`` seconds.
+        """
+        key = self._sessions.get(id(catalog))
+        live = self._live.get(key) if key is not None else None
+        if live is None:
+            raise ServerError("no live connection to call tools on: the tools come from a static tool list "
+                              "(tools_file, or a list from the mcp_server fixture)")
+        if live.closed is None and live.done.done():  # _hold returned: the connection failed (logged) or was closed
+            live.closed = "its connection ended"
+        if live.closed is not None:
+            raise ServerError(f"the server ({live.label}) is no longer connected ({live.closed}); its log: {live.log}")
+        try:
+            result = self._portal.call(_call_tool, live.client, name, arguments, timeout)
+        except Exception as exc:
+            _write_log(live.log, f"the call of `{name}` on the server ({live.label}) failed", exc)
+            if _is_closed(exc):
+                live.closed = f"it closed the connection during a call of `{name}`"
+                raise ServerError(f"the server ({live.label}) closed the connection during a call of `{name}` (it "
+                                  f"exited or crashed); its log: {live.log}") from None
+            raise ServerError(f"the server ({live.label}) failed to answer a call of `{name}`: {_one_line(exc)}; "
+                              f"its log: {live.log}") from None
+        return _tool_result(result)
 
     def close(self) -> None:
         """Stop every connection (all at once, within ``STOP_GRACE`` in all); never raises."""
@@ -376,11 +415,41 @@ class ServerPool:
             raise ServerError(f"could not connect to the server ({label}): {_one_line(exc)}; its log: {log}") from None
         self._live[key] = _Live(client, stop, done, label, log)
         try:
-            return catalog_from_mcp(tools)
+            catalog = catalog_from_mcp(tools)
         except ValueError as exc:
             message = f"server ({label}) published an invalid tool list: {exc}"
             _write_log(log, message)
             raise ServerError(f"{message}; its log: {log}") from None
+        self._sessions[id(catalog)] = key  # the catalog stays in self._catalogs: its id is not reused
+        return catalog
+
+
+async def _call_tool(client: Any, name: str, arguments: dict[str, Any], timeout: float) -> Any:
+    return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+
+
+def _content_text(part: Any) -> str:
+    """What a chat message can carry of one content part of a tool result."""
+    kind = getattr(part, "type", "")
+    if kind == "text":
+        return str(part.text)
+    if kind == "resource":
+        resource = part.resource
+        text = getattr(resource, "text", None)
+        return str(text) if text is not None else f"[resource: {resource.uri}]"
+    if kind == "resource_link":
+        return f"[resource link: {part.uri}]"
+    mime = getattr(part, "mime_type", None) or getattr(part, "mimeType", None)
+    return f"[{kind}: {mime}]" if mime else f"[{kind}]"
+
+
+def _tool_result(result: Any) -> ToolResult:
+    from pytest_mcpeval.text import canonical_json
+
+    structured = result.structured_content
+    parts = [_content_text(part) for part in result.content or []]
+    text = "\n".join(parts) if parts else (canonical_json(structured) if structured is not None else "")
+    return ToolResult(bool(result.is_error), text, structured)
 
 
 async def _make_event() -> Any:

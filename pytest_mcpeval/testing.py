@@ -22,6 +22,23 @@ Any reply may add ``"delay": seconds`` (the answer comes late).  A rule may also
 used one per request in order, the last one repeating: ``[{"status": 429}, {"tool_calls": [...]}]``.
 ``max_in_flight`` records the most requests the server was answering at the same time.
 
+Multi-step flows: a rule ``{"turns": [reply, reply, ...]}`` answers by the position in the conversation,
+the number of assistant messages after the last user message (0 for the first request of a flow, 1 once
+the tool answers of the first reply are sent back, ...); past the end the last reply repeats (a model that
+never stops calling tools).  Unlike a list, it gives the same answer to the same conversation however many
+flows share the input text, however they interleave and whatever the cache replayed; an entry of it may be
+a list (used one per request at that position).  :meth:`~ScriptedModelServer.flow` is the shorthand::
+
+    server.flow("Who opened WEB-12?",
+                [{"name": "get_issue", "arguments": {"issue_key": "WEB-12"}}],   # turn 0: one call
+                [{"name": "get_user", "arguments": {"username": "carol"}},       # turn 1: two calls at once
+                 {"name": "list_issue_comments", "arguments": {"issue_key": "WEB-12"}}],
+                "Carol Diaz opened it.")                                          # turn 2: the final answer
+
+Each tool call is sent with the id ``call-{turn}-{index}`` (unique in a conversation, and the same for the
+same conversation); a call in a script may give its own ``"id"``, and ``"id": None`` sends a call without
+one.  The tool messages a request carries are in ``requests`` like everything else.
+
 The faults: ``"choices"`` replaces the completion's list of choices (``[]`` is a completion with none);
 ``"body"`` is sent instead of any JSON, a ``str`` as UTF-8, ``bytes`` as they are (non-UTF-8 bytes,
 invalid JSON), with ``"status"`` (default 200) and ``"headers"``; ``"reset"`` reads the request and closes
@@ -57,10 +74,21 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int) -> dict[str, Any]:
-    calls = [
-        {
-            "id": f"call_{i}",
+def _turn(messages: list[dict[str, Any]]) -> int:
+    """The number of assistant messages after the last user message: a flow's turn."""
+    turn = 0
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "user":
+            break
+        turn += role == "assistant"
+    return turn
+
+
+def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int, turn: int = 0) -> dict[str, Any]:
+    calls = []
+    for i, call in enumerate(reply.get("tool_calls", [])):
+        body: dict[str, Any] = {
             "type": "function",
             "function": {
                 "name": call["name"],
@@ -68,8 +96,10 @@ def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int) -> di
                 else json.dumps(call.get("arguments", {})),
             },
         }
-        for i, call in enumerate(reply.get("tool_calls", []))
-    ]
+        id_ = call.get("id", f"call-{turn}-{i}")
+        if id_ is not None:
+            body = {"id": id_, **body}
+        calls.append(body)
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     if calls:
         message["tool_calls"] = calls
@@ -100,12 +130,12 @@ class ScriptedModelServer:
     """Start with :meth:`start` (or as a context manager); point litellm at :attr:`api_base`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.rules: dict[tuple[str, str], dict[str, Any] | list[dict[str, Any]]] = {}
+        self.rules: dict[tuple[str, str], dict[str, Any] | list[dict[str, Any]]] = {}  # a list, or {"turns": [...]}
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.latency = 0.0  # added to every answer (benchmarks)
-        self._used: dict[tuple[str, str], int] = {}
+        self._used: dict[tuple[str, ...], int] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # releases the requests that hang
         server = self
@@ -153,7 +183,8 @@ class ScriptedModelServer:
                         self._send(int(reply["status"]), message, reply.get("headers", {}))
                         return
                     prompt_tokens = len(json.dumps(body)) // 4
-                    self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens))
+                    turn = _turn(body.get("messages", []))
+                    self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens, turn))
                 finally:
                     with server._lock:
                         server.in_flight -= 1
@@ -197,16 +228,30 @@ class ScriptedModelServer:
         """Shorthand: answer ``text`` with one call of ``tool``."""
         self.script(text, {"tool_calls": [{"name": tool, "arguments": arguments}]}, model)
 
+    def flow(self, text: str, *turns: list[dict[str, Any]] | str | dict[str, Any], model: str = "*") -> None:
+        """Script a flow: one entry per turn, a list of calls (``{"name", "arguments"}``), the final answer's
+        text, or any reply; the last entry repeats (see "Multi-step flows" above)."""
+        replies = [
+            {"tool_calls": turn} if isinstance(turn, list) else {"content": turn} if isinstance(turn, str) else turn
+            for turn in turns
+        ]
+        self.script(text, {"turns": replies}, model)
+
     def reply_for(self, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         text = _last_user_text(messages)
         for key in ((model, text), ("*", text), (model, "*"), ("*", "*")):
             if key in self.rules:
                 rule = self.rules[key]
+                counter: tuple[str, ...] = key
+                if isinstance(rule, dict) and "turns" in rule:
+                    turns: list[dict[str, Any] | list[dict[str, Any]]] = rule["turns"]
+                    turn = min(_turn(messages), len(turns) - 1)
+                    rule, counter = turns[turn], (*key, str(turn))
                 if isinstance(rule, dict):
                     return rule
                 with self._lock:
-                    used = self._used.get(key, 0)
-                    self._used[key] = used + 1
+                    used = self._used.get(counter, 0)
+                    self._used[counter] = used + 1
                 return rule[min(used, len(rule) - 1)]
         return DEFAULT_REPLY
 

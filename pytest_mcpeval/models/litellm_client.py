@@ -5,6 +5,12 @@ offline switches are set (unless the user set them), so litellm reads its bundle
 nothing on its own.  litellm's own environment variables (``OPENAI_API_BASE``, ``ANTHROPIC_API_KEY``,
 ...) work as documented by litellm.
 
+Messages are sent as given, in the OpenAI chat format, which litellm translates for other providers; a
+flow's conversation holds assistant messages with ``tool_calls`` (``id``, ``type: function``, ``function``
+with ``name`` and ``arguments`` text) and ``tool`` messages (``tool_call_id``, ``content``).  litellm gets a
+copy (the caller hashes the conversation into cache keys).  Each call's ``id`` is kept on the reply (``""``
+when the provider gave none: :func:`_call_id`).
+
 Parameters (:func:`request_params`): the user's (``mcp_model_params``) are sent as given; each plugin
 default (``temperature: 0``) is sent only if litellm says the model accepts it, so gpt-5 and the
 o-series, which take no temperature but 1, are called without it.
@@ -23,6 +29,7 @@ are read too.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -69,6 +76,8 @@ UNDECODABLE = re.compile(
     r"|response with no 'choices'|'choices' that is not a list|Invalid response object",
 )
 NO_PROVIDER = "LLM Provider NOT provided"
+# the id litellm gives a tool call the provider sent without one: str(uuid.uuid4())
+LITELLM_MADE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 # litellm's wrapping of a body it could not parse: "error - <the cause>, Received response - <APIResponse ...>"
 _LITELLM_DECODE = re.compile(r"^(?:error - )?(.*?)(?:, Received response - .*)?$")
 # the transport's own words for a connection that failed (httpx / httpcore / the OS), by class name
@@ -330,6 +339,14 @@ def backoff(attempt: int, rng: random.Random, retry_after: float | None = None) 
     return rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
 
 
+def _call_id(call: Any) -> str:
+    """The provider's id of a tool call; ``""`` when it gave none.  litellm then makes up a random UUID, which
+    would change the next request of a flow (and its cache key) on every run: the flow engine gives such a call
+    a deterministic id instead."""
+    found = str(getattr(call, "id", None) or "")
+    return "" if LITELLM_MADE_ID.fullmatch(found) else found
+
+
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
     """One chat completion with ``tools``; raises :class:`ModelCallError` once retries are spent."""
@@ -337,7 +354,8 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
 
     litellm.suppress_debug_info = True
     retries = int(model.params.get("num_retries", retries))
-    kwargs: dict[str, Any] = {"model": model.target, "messages": messages, "timeout": timeout,
+    # a copy: the caller's conversation is hashed into cache keys, and providers' adapters may edit messages
+    kwargs: dict[str, Any] = {"model": model.target, "messages": copy.deepcopy(messages), "timeout": timeout,
                               **request_params(model), "num_retries": 0}
     if tools:
         kwargs["tools"] = tools
@@ -363,7 +381,7 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
         raise ModelCallError(f"model {model.name} ({model.target}): the response has {what}: the provider "
                              "returned an empty completion (nothing to score)")
     calls = [
-        RawCall(name=str(call.function.name or ""), arguments=call.function.arguments or "")
+        RawCall(name=str(call.function.name or ""), arguments=call.function.arguments or "", id=_call_id(call))
         for call in (getattr(message_obj, "tool_calls", None) or [])
     ]
     usage_obj = getattr(response, "usage", None)

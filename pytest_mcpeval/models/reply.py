@@ -4,6 +4,11 @@
 unchanged, usage, cost) and no raw response body.  Text content beyond :data:`CACHE_CONTENT_CAP`
 characters is cut there, and ``content_truncated`` keeps the original length (nothing is scored on the
 text; the report keeps less of it anyway).
+
+A call keeps the id the provider gave it (``""`` when it gave none, and in entries written before ids were
+kept): a flow sends it back with the call's answer, and the next request's cache key hashes it, so a
+replayed flow sends the same conversation.  The flow engine gives a call without an id the deterministic
+``call_{turn}_{index}`` (:func:`pytest_mcpeval.run.flow.call_id`).
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ CACHE_CONTENT_CAP = 1_000_000  # characters of a reply's text a cache entry keep
 
 @dataclass
 class RawCall:
-    """A tool call as the model made it: the API name and the argument text, unparsed."""
+    """A tool call as the model made it: the API name, the argument text (unparsed), the provider's id."""
 
     name: str
     arguments: str
+    id: str = field(default="", compare=False)  # "" when the provider gave none; not part of what the call is
 
 
 @dataclass
@@ -39,6 +45,9 @@ class ModelReply:
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("cached")
+        for call in data["calls"]:
+            if not call["id"]:
+                del call["id"]
         if self.content is not None and len(self.content) > CACHE_CONTENT_CAP:
             data["content"] = self.content[:CACHE_CONTENT_CAP]
             data["content_truncated"] = self.content_truncated or len(self.content)
@@ -48,7 +57,7 @@ class ModelReply:
 
     @classmethod
     def from_entry(cls, data: dict[str, Any]) -> ModelReply:
-        calls = [RawCall(str(c["name"]), str(c["arguments"])) for c in data.get("calls", [])]
+        calls = [RawCall(str(c["name"]), str(c["arguments"]), str(c.get("id") or "")) for c in data.get("calls", [])]
         ranking = data.get("ranking")
         return cls(
             calls=calls,

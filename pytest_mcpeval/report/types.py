@@ -88,10 +88,12 @@ class CaseRetrieval(TypedDict):
 
 
 class ToolAnswerView(TypedDict):
-    """How a tool call of a flow was answered: by a ``mock`` of the file, the ``live`` server, or, when no
-    mock matched and the case does not execute live, an error result (``unmatched``: a benchmark gap)."""
+    """How a tool call of a flow was answered: by a ``mock`` of the file, the ``live`` server, or an error
+    result: ``unmatched`` when no mock matches and the case does not execute live (a gap of the benchmark
+    file), ``invalid`` when the call cannot be made (malformed arguments, a tool the server lacks: the
+    model's mistake, which it may recover from)."""
 
-    source: Literal["mock", "live", "unmatched"]
+    source: Literal["mock", "live", "unmatched", "invalid"]
     is_error: bool
     text: str | None  # what the model was sent (structured content as JSON text)
     structured: NotRequired[JSON]
@@ -394,6 +396,8 @@ class MetricChangeView(TypedDict):
 
 
 class Flipped(TypedDict):
+    """A paired case whose outcome changed: ``correct`` of a single call, ``passed`` of a flow."""
+
     case: str
     model: str
     expected_label: str | None
@@ -403,6 +407,7 @@ class Flipped(TypedDict):
     called_after: str | None
     passed_before: bool | None
     passed_after: bool | None
+    flow: NotRequired[bool]  # true for a flow (then before/after are its passed); absent for a single call
 
 
 class ComparisonSection(TypedDict):
@@ -437,6 +442,8 @@ class BaselineModel(TypedDict):
     macro_f1: float | None
     pass_rate: float | None
     tools: dict[str, float | None]
+    flow_pass_rate: NotRequired[float | None]  # flows.pass_rate (absent in baselines older than flows)
+    coverage: NotRequired[float | None]  # claims.mean_coverage
 
 
 class BaselineCase(TypedDict):
@@ -449,6 +456,8 @@ class BaselineCase(TypedDict):
     expected_label: str | None
     called_label: str | None
     error: str | None
+    flow: NotRequired[bool]  # flows only (absent: a single call, as in baselines older than flows)
+    coverage: NotRequired[float | None]  # flows only: mean claim score; None without claims
 
 
 class Baseline(TypedDict):

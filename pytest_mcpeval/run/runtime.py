@@ -3,18 +3,19 @@
 :class:`Runtime` owns the server connections (one per server per process), the dispatcher of model calls
 and the catalogs this process has reported to the controller.  :meth:`Runtime.run` does what every way
 of running a case shares (the result's identity, the catalog, the missing-tool check) and hands the case
-to its strategy: today :mod:`~pytest_mcpeval.run.single` (one model call); multi-step flows come next.
+to its strategy: :mod:`~pytest_mcpeval.run.single` (one model call) or, for a flow, :mod:`~pytest_mcpeval.run.flow`
+(a conversation with answered tool calls, claims judged by :attr:`Runtime.judge`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.catalog import Catalog, catalog_info
-from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
+from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.report.types import CaseResult
-from pytest_mcpeval.run import single
+from pytest_mcpeval.run import flow, single
 from pytest_mcpeval.run.case import (
     CaseError,
     CaseRef,
@@ -26,11 +27,22 @@ from pytest_mcpeval.run.case import (
 from pytest_mcpeval.run.dispatch import Dispatcher, Unit
 from pytest_mcpeval.servers import ServerError, ServerPool
 
+if TYPE_CHECKING:
+    from pytest_mcpeval.models.config import ModelSpec
+    from pytest_mcpeval.settings import Settings
+
 
 class Runtime:
     def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, settings: Settings | None = None) -> None:
         self.root_dir = root_dir
+        # what flows take from the run's settings: the judge of claims without a check, the default threshold
+        self.judge: ModelSpec | None = None
+        self.claims_threshold = DEFAULT_CLAIMS_THRESHOLD
+        if settings is not None:
+            self.claims_threshold = settings.claims_threshold
+            if settings.judge_model:
+                self.judge = settings.registry.resolve(settings.judge_model)
         self.pool = ServerPool(log_dir, connect_timeout)
         self.dispatcher = dispatcher
         self.repeats = repeats
@@ -119,6 +131,8 @@ class Runtime:
             line = ref.bench.line_of(("cases", index, "expect", problems[0][0], "tool")) or ref.line
             where = f"{result['file']}:{line}: case `{ref.case.id}`"
             return error_result(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
+        if ref.case.is_flow:
+            return flow.evaluate(self, ref, catalog, repeat, result)
         return single.evaluate(self, ref, catalog, repeat, result)
 
     def close(self) -> None:

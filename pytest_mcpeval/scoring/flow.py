@@ -302,7 +302,8 @@ FLOW_DIAGNOSES = ("forbidden_tool", "tool_use_not_expected", "no_tool_use", "fai
 
 
 def _designed_error(call: TrajectoryCall) -> bool:
-    """An error result the benchmark gave (a mock's ``error``, or the live server's): not the error a call no
+    """An error result the model should recover from: a mock's ``error``, the live server's, or the error of a
+    call that could not be made (``invalid``: malformed arguments, an unknown tool); not the error a call no
     mock matches gets, which is a gap of the file rather than something to recover from."""
     return call["answer"]["is_error"] and call["answer"]["source"] != "unmatched"
 

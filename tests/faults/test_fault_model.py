@@ -290,7 +290,7 @@ def test_a_5_mb_answer_is_capped_in_the_report_and_the_cache(project: pytest.Pyt
     assert (project.path / "report.json").stat().st_size < 200_000
     entry = fault_entry(project)
     assert len(entry["reply"]["content"]) == CACHE_CONTENT_CAP and entry["reply"]["content_truncated"] == size
-    assert entry["reply"]["calls"] == [{"name": "get_me", "arguments": "{}"}]
+    assert entry["reply"]["calls"] == [{"name": "get_me", "arguments": "{}", "id": "call-0-0"}]
     assert sorted(entry["reply"]) == sorted([*ModelReply().to_entry(), "content_truncated"])  # no raw body
     # a replay gives the same result, with no request
     replay = evaluate(project)

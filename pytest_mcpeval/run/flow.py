@@ -1,0 +1,279 @@
+"""The flow strategy: a conversation in which the model's tool calls are answered, then scored.
+
+The loop (docs/flows.md): the conversation goes to the model with the full tool list; every tool call of
+its reply is answered, in order, by a ``tool`` message carrying the call's id; and again, until the model
+answers without a tool call (its text is the final answer) or ``max_turns`` model calls were made (the
+turn limit: no final answer; the last turn's calls are answered all the same, so every call of the
+transcript has its answer).  Each model call is a :class:`~pytest_mcpeval.run.dispatch.Unit` through the
+dispatcher, so it is cached by a key that hashes the whole conversation: a recorded flow replays offline,
+and turn 0 is the call the prefetch already made.  A call without a provider id (or with one the
+conversation already holds) gets :func:`call_id`.
+
+A call is answered by:
+
+1. the first mock of its tool whose ``when`` matches (only the named arguments are compared; a ``when``
+   may refer to results of earlier turns with ``from_result``); a mock without ``when`` is the tool's
+   default and answers any call of it, one with malformed arguments too;
+2. with ``execute: live``, the server itself, over the session that listed the tools;
+3. else an error result the model sees and may recover from: ``invalid arguments: ...`` for arguments
+   that are not a JSON object, ``unknown tool: T`` for a tool the server does not publish, and otherwise
+   ``no mock matches tool T with these arguments`` (a gap of the benchmark file, listed in ``unmatched``).
+
+A ``structured`` mock is sent as compact canonical JSON and kept as structured content; a live result is
+sent as its text parts (:class:`~pytest_mcpeval.servers.ToolResult`).  A live call that fails (the server
+died or did not answer) makes the case an error naming the server's log, as does a model call that fails,
+a judge that gives no verdict, or a model that cannot hold a conversation (a ``local/`` retriever).
+
+Then the claims on the final answer (``check`` ones here, the others by the judge model), and
+:func:`pytest_mcpeval.scoring.flow.score_flow`, on the whole transcript.  The result keeps every text up
+to :data:`~pytest_mcpeval.run.single.CONTENT_CAP` characters (the final answer's original length in
+``content_truncated`` when it is cut); scoring, references and claims see the texts whole.
+
+Usage sums the model calls of the flow: tokens of every turn, cost and latency of the turns actually made
+(replayed ones cost nothing), ``attempts`` one plus the retries of those; ``cached`` only when every turn
+and every judge call was replayed.  The judge's usage is apart, in ``judge_usage`` under its name.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any, cast
+
+from pytest_mcpeval.benchmark.loader import unknown_mock_tools
+from pytest_mcpeval.benchmark.schema import MockResult
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.models import ModelCallError
+from pytest_mcpeval.models.judge import JudgeError, judge_claims
+from pytest_mcpeval.models.reply import ModelReply, RawCall
+from pytest_mcpeval.report.types import (
+    CalledTool,
+    CaseResult,
+    CaseUsage,
+    ClaimView,
+    ToolAnswerView,
+    TrajectoryCall,
+    TrajectoryTurn,
+)
+from pytest_mcpeval.run.case import CaseError, CaseRef, error_result
+from pytest_mcpeval.run.dispatch import Unit
+from pytest_mcpeval.run.single import CONTENT_CAP, utf8_safe
+from pytest_mcpeval.scoring.case import parse_call
+from pytest_mcpeval.scoring.claims import checked_claim
+from pytest_mcpeval.scoring.flow import bind, score_flow
+from pytest_mcpeval.scoring.matchers import check_object
+from pytest_mcpeval.servers import ServerError
+from pytest_mcpeval.text import canonical_json
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.run.runtime import Runtime
+
+
+def call_id(turn: int, index: int) -> str:
+    """The id of a tool call the provider gave none: deterministic, so cache keys are stable."""
+    return f"call_{turn}_{index}"
+
+
+def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
+    """Complete ``result`` (identity and catalog already set) with the flow's transcript, claims and score."""
+    assert ref.model is not None
+    case = ref.case
+    expects = ref.expectations()
+    result["flow"] = True
+    result["order"] = case.order_mode
+    trajectory: list[TrajectoryTurn] = []
+    try:
+        unknown = unknown_mock_tools(case, catalog)  # checked at collection for a tools_file, here for live servers
+        if unknown:
+            raise CaseError("; ".join(unknown))
+        replies, final, finished, unmatched = _converse(runtime, ref, catalog, repeat, trajectory)
+        result["turns"] = len(replies)
+        result["unmatched"] = unmatched
+        claims, judge_usage = _claims(runtime, ref, final, repeat)
+    except (ModelCallError, JudgeError) as exc:  # their messages name the model and the case
+        return _error(result, expects, str(exc), trajectory)
+    except (CaseError, ServerError) as exc:
+        return _error(result, expects, f"{result['file']}:{result['line']}: case `{case.id}`: {exc}", trajectory)
+    threshold = ref.bench.claims_threshold(case, runtime.claims_threshold)
+    result.update(score_flow(expects, case.order_mode, case.forbid, trajectory, catalog, turn_limit=not finished,
+                             claims=claims, claims_threshold=threshold))
+    result["claims"] = claims
+    if judge_usage:
+        result["judge_usage"] = judge_usage
+    if ref.model.name not in runtime._reported_models:  # once per process, as single-call cases do
+        from pytest_mcpeval.models import params_sent
+
+        runtime._reported_models.add(ref.model.name)
+        result["model_info"] = {"params_sent": params_sent(ref.model)}
+    result["trajectory"] = _capped(trajectory)
+    result["final_answer"] = _cap(final)
+    if final is not None and len(final) > CONTENT_CAP:
+        result["content_truncated"] = len(final)
+    result["usage"], result["latency_s"] = _usage(replies, judge_usage)
+    return cast(CaseResult, utf8_safe(result))
+
+
+# -- the conversation -------------------------------------------------------------------------------
+
+
+def _converse(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, trajectory: list[TrajectoryTurn],
+              ) -> tuple[list[ModelReply], str | None, bool, list[CalledTool]]:
+    """Run the loop, filling ``trajectory``: ``(replies, final answer, finished, unmatched calls)``.
+
+    ``finished`` is False at the turn limit (the last reply still called tools)."""
+    assert ref.model is not None
+    unit = runtime.unit(ref, catalog, repeat)
+    conversation = copy.deepcopy(unit.messages)
+    max_turns = ref.bench.max_turns(ref.case)
+    replies: list[ModelReply] = []
+    unmatched: list[CalledTool] = []
+    used: set[str] = set()  # tool-call ids of the conversation
+    for turn in range(max_turns):
+        reply = runtime.dispatcher.get(unit)
+        replies.append(reply)
+        if not reply.fills_arguments:
+            raise CaseError(f"model {ref.model.name} ranks tools and cannot hold a conversation: a flow needs a "
+                            "model that calls tools with arguments")
+        if not reply.calls:
+            trajectory.append({"calls": [], "content": reply.content})
+            return replies, reply.content, True, unmatched
+        earlier = [call for done in trajectory for call in done["calls"]]
+        calls: list[TrajectoryCall] = []
+        for index, raw in enumerate(reply.calls):
+            fresh = raw.id and raw.id not in used  # an answer must name one call: a repeated id is replaced too
+            id_ = raw.id if fresh else call_id(turn, index)
+            used.add(id_)
+            calls.append(_answered(runtime, ref, catalog, raw, id_, earlier, unmatched))
+        trajectory.append({"calls": calls, "content": reply.content})
+        if turn + 1 == max_turns:
+            break
+        conversation.append(_assistant_message(reply, calls))
+        conversation.extend({"role": "tool", "tool_call_id": call["id"], "content": call["answer"]["text"] or ""}
+                            for call in calls)
+        unit = Unit.make(ref.model, copy.deepcopy(conversation), catalog, repeat,
+                         f"{runtime.label(ref)} (turn {turn + 2})")
+    return replies, None, False, unmatched
+
+
+def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
+    """The model's turn as the next request sends it back: its text and its calls as it made them."""
+    return {
+        "role": "assistant",
+        "content": reply.content,
+        "tool_calls": [
+            {"id": call["id"], "type": "function", "function": {"name": raw.name, "arguments": raw.arguments}}
+            for raw, call in zip(reply.calls, calls, strict=True)
+        ],
+    }
+
+
+# -- answers ----------------------------------------------------------------------------------------------
+
+
+def _answered(runtime: Runtime, ref: CaseRef, catalog: Catalog, raw: RawCall, id_: str,
+              earlier: list[TrajectoryCall], unmatched: list[CalledTool]) -> TrajectoryCall:
+    called = parse_call(raw.name, raw.arguments, catalog)
+    answer = _answer(runtime, ref, catalog, called, earlier)
+    if answer is None:
+        tool = called["tool"]
+        answer = {"source": "unmatched", "is_error": True, "text": f"no mock matches tool {tool} with these arguments"}
+        unmatched.append(called)
+    call: TrajectoryCall = {"id": id_, "tool": called["tool"], "args": called.get("args"), "answer": answer}
+    if "malformed" in called:
+        call["raw"] = called["raw"]
+        call["malformed"] = called["malformed"]
+    return call
+
+
+def _answer(runtime: Runtime, ref: CaseRef, catalog: Catalog, called: CalledTool,
+            earlier: list[TrajectoryCall]) -> ToolAnswerView | None:
+    """The answer of a mock or of the live server; an error result the model sees for a call that cannot be
+    made; ``None`` when no mock matches a call that could have been answered (a gap of the file)."""
+    tool = called["tool"]
+    args = called.get("args")
+    for k, mock in enumerate(ref.case.mocks.get(tool, [])):
+        if mock.when is None:
+            return _mocked(mock.result)
+        if args is None:
+            continue  # malformed arguments match no `when`
+        when, _ = bind(ref.bench.mock_matchers[(ref.case.id, tool, k)], earlier)
+        if when is None or not check_object(when, args, allow_extra=True):
+            return _mocked(mock.result)
+    if args is None:  # the model's mistake: it may recover from it
+        return {"source": "invalid", "is_error": True, "text": f"invalid arguments: {called.get('malformed')}"}
+    if tool not in catalog.by_name:
+        return {"source": "invalid", "is_error": True, "text": f"unknown tool: {tool}"}
+    if ref.case.execute == "live":
+        answer = runtime.pool.call_tool(catalog, tool, args, runtime.pool.timeout)
+        view: ToolAnswerView = {"source": "live", "is_error": answer.is_error, "text": answer.text}
+        if answer.structured is not None:
+            view["structured"] = answer.structured
+        return view
+    return None
+
+
+def _mocked(result: MockResult) -> ToolAnswerView:
+    if result.error is not None:
+        return {"source": "mock", "is_error": True, "text": result.error}
+    if "structured" in result.model_fields_set:
+        return {"source": "mock", "is_error": False, "text": canonical_json(result.structured),
+                "structured": result.structured}
+    return {"source": "mock", "is_error": False, "text": result.text}
+
+
+# -- claims ---------------------------------------------------------------------------------------------
+
+
+def _claims(runtime: Runtime, ref: CaseRef, final: str | None, repeat: int,
+            ) -> tuple[list[ClaimView], dict[str, CaseUsage]]:
+    """The claims' views in the file's order (checks here, the rest by the judge) and the judge's usage."""
+    claims = ref.case.claims
+    views: list[ClaimView | None] = [checked_claim(c, final) if c.check is not None else None for c in claims]
+    judged = [c for c in claims if c.check is None]
+    if not judged:
+        return cast(list[ClaimView], views), {}
+    judge = runtime.judge
+    if judge is None:
+        raise CaseError("claims without `check` need a judge model (--mcp-judge-model or ini mcp_judge_model)")
+    verdicts, usage = judge_claims(runtime.dispatcher, judge, judged, final, runtime.label(ref), repeat)
+    found = iter(verdicts)
+    filled = [view if view is not None else next(found) for view in views]
+    return filled, {judge.name: cast(CaseUsage, usage)} if usage else {}  # no answer: nothing was asked
+
+
+# -- the result -----------------------------------------------------------------------------------------
+
+
+def _usage(replies: list[ModelReply], judge_usage: dict[str, CaseUsage]) -> tuple[CaseUsage, float]:
+    fresh = [r for r in replies if not r.cached]
+    costs = [r.cost_usd for r in fresh]
+    usage: CaseUsage = {
+        "prompt_tokens": sum(r.usage.get("prompt_tokens", 0) for r in replies),
+        "completion_tokens": sum(r.usage.get("completion_tokens", 0) for r in replies),
+        "cost_usd": None if any(c is None for c in costs) else sum(c for c in costs if c is not None),
+        "cached": not fresh and all(u.get("cached", False) for u in judge_usage.values()),
+        "attempts": 1 + sum(r.attempts - 1 for r in fresh),
+    }
+    return usage, round(sum(r.latency_s for r in fresh), 4)
+
+
+def _cap(text: str | None) -> str | None:
+    return text[:CONTENT_CAP] if text is not None and len(text) > CONTENT_CAP else text
+
+
+def _capped(trajectory: list[TrajectoryTurn]) -> list[TrajectoryTurn]:
+    """The transcript as the result keeps it: each text at most ``CONTENT_CAP`` characters."""
+    out: list[TrajectoryTurn] = []
+    for turn in trajectory:
+        calls: list[TrajectoryCall] = []
+        for call in turn["calls"]:
+            answer: ToolAnswerView = {**call["answer"], "text": _cap(call["answer"]["text"])}
+            calls.append({**call, "answer": answer})
+        out.append({"calls": calls, "content": _cap(turn["content"])})
+    return out
+
+
+def _error(result: dict[str, Any], expects: Any, message: str, trajectory: list[TrajectoryTurn]) -> CaseResult:
+    """An error result that keeps the transcript so far (what led to the failure)."""
+    result["trajectory"] = _capped(trajectory)
+    result["turns"] = len(trajectory)
+    return cast(CaseResult, utf8_safe(error_result(result, expects, utf8_safe(message))))
