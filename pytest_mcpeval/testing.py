@@ -46,13 +46,17 @@ the connection with a TCP reset, sending nothing; ``"hang"`` never answers (the 
 the request ends when :meth:`~ScriptedModelServer.stop` is called).  Any ``str`` in a reply may hold lone
 surrogates (``"\ud83d"``): they are sent as JSON escapes, as the JSON standard allows.
 
-The input text is the content of the last user message.  Every request is kept in ``requests`` so tests
-can check what a model was sent (the tool list, the messages, the parameters).
+The input text is the content of the last user message.  A rule's text is matched exactly first; a text
+with ``*`` in it is then a glob pattern (``fnmatch``, case-sensitive; the first scripted that matches),
+e.g. a judge's verdict for every request about one claim: ``"Claim:*Issue 42 was opened by alice.*"``;
+``"*"`` alone answers anything else.  Every request is kept in ``requests`` so tests can check what a
+model was sent (the tool list, the messages, the parameters).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import socket
 import struct
@@ -239,7 +243,9 @@ class ScriptedModelServer:
 
     def reply_for(self, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         text = _last_user_text(messages)
-        for key in ((model, text), ("*", text), (model, "*"), ("*", "*")):
+        patterns = [key for key in self.rules  # after the exact texts: glob patterns, in the order scripted
+                    if key[1] != "*" and "*" in key[1] and key[0] in (model, "*") and fnmatch.fnmatchcase(text, key[1])]
+        for key in ((model, text), ("*", text), *patterns, (model, "*"), ("*", "*")):
             if key in self.rules:
                 rule = self.rules[key]
                 counter: tuple[str, ...] = key
