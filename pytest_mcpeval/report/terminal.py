@@ -33,8 +33,39 @@ def _checked(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if not (isinstance(v, Mapping) and "ignore" in v)}
 
 
+def flow_miss_lines(case: CaseResult) -> list[str]:
+    """A failed flow: what was expected (and why no call met it), the transcript, the claims short of 1."""
+    lines = [f"{case['file']}:{case.get('line', 0)}::{case['id']}[{case['model']}]  {case.get('diagnosis')} "
+             f"(flow, order {case.get('order')}, {plural(case.get('turns', 0), 'turn')})"]
+    matches = case.get("matches") or []
+    for j, e in enumerate(case.get("expected") or []):
+        args = f" {_short(_checked(e['args']))}" if "args" in e else ""
+        problems = matches[j]["problems"] if j < len(matches) else []
+        met = j < len(matches) and matches[j]["call"] is not None
+        lines.append(f"  - expected {e['tool']}{args}" + ("" if met else "   <- not met"))
+        lines.extend(f"      {p}" for p in problems[:3])
+    for t, turn in enumerate(case.get("trajectory") or []):
+        for call in turn["calls"]:
+            shown = _short(call["args"]) if call["args"] is not None else repr(call.get("raw", ""))
+            answer = call["answer"]
+            flag = " ERROR" if answer["is_error"] else ""
+            lines.append(f"  + turn {t}: {call['tool']} {shown}  -> {answer['source']}{flag}")
+    for tool in case.get("forbidden_called") or []:
+        lines.append(f"    forbidden tool called: {tool}")
+    if case.get("final_answer") is not None:
+        lines.append(f"  = answer: {_short(case['final_answer'], 200)}")
+    for claim in case.get("claims") or []:
+        if claim["score"] < 1:
+            lines.append(f"    claim {claim['verdict']} ({claim['method']}): {claim['claim']}")
+    if case.get("coverage") is not None:
+        lines.append(f"    coverage {case['coverage']:.2f}")
+    return lines
+
+
 def miss_lines(case: CaseResult) -> list[str]:
     """A readable expected-vs-called diff for one case."""
+    if case.get("flow"):
+        return flow_miss_lines(case)
     lines = [f"{case['file']}:{case.get('line', 0)}::{case['id']}[{case['model']}]  {case.get('diagnosis')}"]
     for e in case.get("expected") or [{"tool": "(none)"}]:
         lines.append(f"  - expected {e['tool']}" + (f" {_short(_checked(e['args']))}" if "args" in e else ""))
@@ -77,10 +108,22 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
         yield (f"catalog {info['server']}: {len(info['tools'])} tools, {info['tokens']:,} tokens per request "
                f"(heaviest: {names})")
     for name, m in report["models"].items():
+        flows, claims = m.get("flows"), m.get("claims")
+        family = f" ({m['scored'] - flows['cases']} single calls, {plural(flows['cases'], 'flow')})" if flows else ""
         yield (
-            f"{name}: {m['scored']} scored, {plural(m['errors'], 'error')} | "
+            f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')} | "
             + " | ".join(f"{label} {METRICS[key].fmt(METRICS[key].read(m))}" for key, label in HEADLINE)
         )
+        if flows:
+            yield (f"  flows ({flows['cases']} cases): passed {_pct(flows['pass_rate'])}, order held "
+                   f"{_pct(flows['order_match_rate'])}, exact tool set {_pct(flows['exact_set_rate'])} | "
+                   f"multi-label micro F1 {_num(flows['micro_f1'])}, macro F1 {_num(flows['macro_f1'])}")
+        if claims:
+            yield (f"  claims ({plural(claims['cases'], 'case')}): mean coverage {_num(claims['mean_coverage'])}, "
+                   f"passed {_pct(claims['pass_rate'])}")
+        top = sorted(m["diagnoses"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        if top:
+            yield "  top failures: " + ", ".join(f"{mode} {count}" for mode, count in top)
         invented = sorted(m.get("hallucinated_tools", {}).items(), key=lambda kv: (-kv[1], kv[0]))
         if invented:
             yield ("  invented tools (not in the catalog; each a miss, left out of macro F1): "
