@@ -55,6 +55,20 @@ def summary(report: Report) -> str:
             exact = _pct(args.get("exact_match_rate")) if args.get("applicable", True) else "n/a"
             lines.append(f"| {code(name, table=True)} | {m['scored']} | {m['errors']} | {_pct(m['accuracy'])} "
                          f"| {_num(m['macro_f1'])} | {_pct(m['pass_rate'])} | {exact} |")
+        flowing = {name: m for name, m in models.items() if m.get("flows") or m.get("claims")}
+        if flowing:
+            lines += ["", "| model | flows | flows passed | order held | exact tool set | flow macro F1 "
+                      "| claims coverage | top failures |",
+                      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+            for name, m in flowing.items():
+                fm, cm = m.get("flows"), m.get("claims")
+                top = sorted(m["diagnoses"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+                lines.append(
+                    f"| {code(name, table=True)} | {fm['cases'] if fm else 0} "
+                    f"| {_pct(fm['pass_rate'] if fm else None)} | {_pct(fm['order_match_rate'] if fm else None)} "
+                    f"| {_pct(fm['exact_set_rate'] if fm else None)} | {_num(fm['macro_f1'] if fm else None)} "
+                    f"| {_num(cm['mean_coverage'] if cm else None)} "
+                    f"| {', '.join(f'{text(mode)} {count}' for mode, count in top)} |")
     for name, m in models.items():
         weak = sorted(((t, v) for t, v in (m.get("tools") or {}).items() if v["f1"] is not None and v["f1"] < 1.0),
                       key=lambda tv: (tv[1]["f1"], tv[0]))
