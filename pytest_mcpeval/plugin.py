@@ -29,7 +29,7 @@ from pytest_mcpeval.keys import (
     TOOLS_KEY,
     UNWRITABLE_KEY,
 )
-from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
+from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
     Settings,
@@ -167,7 +167,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--mcp-drop-metrics", dest="mcp_drop_metrics", metavar="NAMES", type=drop_metrics,
         default=list(DEFAULT_DROP_METRICS),
-        help="metrics compared: accuracy, macro_f1, pass_rate, tool_f1 (default accuracy,macro_f1,tool_f1)",
+        help=f"metrics compared: {', '.join(DROP_METRICS)} (default {','.join(DEFAULT_DROP_METRICS)})",
     )
     group.addoption(
         "--mcp-markdown", dest="mcp_markdown", metavar="PATH", default=None,

@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import make_project, read_report, run
 from scipy.stats import binomtest
 from sklearn.metrics import f1_score
 
 from pytest_mcpeval.gate.baseline import BASELINE_VERSION, BaselineError, load_baseline, make_baseline
 from pytest_mcpeval.gate.compare import (
     METRICS,
+    SINGLE_CALL_METRICS,
     Comparison,
     _columns,
     _f1_stat,
@@ -36,6 +38,7 @@ from pytest_mcpeval.report.markdown import comparison_markdown as markdown
 from pytest_mcpeval.report.model import build_report
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import invented_labels, model_metrics, sort_labels
+from pytest_mcpeval.testing import ScriptedModelServer
 
 MODEL = "gpt-5"
 
@@ -299,10 +302,12 @@ def test_documented_flips_needed_at_each_support() -> None:
     header, *rows = documented_table("metric")
     supports = [int(h.removeprefix("support ")) for h in header[1:]]
     assert supports == [1, 2, 5, 10, 20]
-    assert [row[0] for row in rows] == ["accuracy", "pass_rate", "macro_f1", "f1[TOOL]"]
+    assert [row[0] for row in rows] == ["accuracy", "pass_rate", "macro_f1", "f1[TOOL]", "flow_pass_rate",
+                                        "coverage"]
     for metric, *cells in rows:
         for support, cell in zip(supports, cells, strict=True):
-            runs = tool_runs if metric == "f1[TOOL]" else model_runs
+            runs = (tool_runs if metric == "f1[TOOL]" else model_runs if metric in SINGLE_CALL_METRICS
+                    else flow_runs(metric))
             name = "f1[git_status]" if metric == "f1[TOOL]" else metric
 
             def fails(flips: int, runs: Any = runs, name: str = name, support: int = support) -> bool:
@@ -724,9 +729,11 @@ def test_make_baseline_round_trip(tmp_path: Path) -> None:
     assert baseline["kind"] == "pytest-mcpeval-baseline"
     assert baseline["models"][MODEL]["accuracy"] == 0.95
     assert baseline["models"][MODEL]["tools"]["list_issues"] == 1.0
-    assert set(baseline["models"][MODEL]) == {"accuracy", "macro_f1", "pass_rate", "tools"}
+    assert set(baseline["models"][MODEL]) == {"accuracy", "macro_f1", "pass_rate", "tools", "flow_pass_rate",
+                                              "coverage"}
+    assert baseline["models"][MODEL]["flow_pass_rate"] is None and baseline["models"][MODEL]["coverage"] is None
     assert set(baseline["cases"][0]) == {"file", "id", "model", "repeat", "correct", "passed", "expected_label",
-                                         "called_label", "error"}
+                                         "called_label", "error"}  # a single call: no flow fields
     assert baseline["catalogs"] == before["catalogs"]
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(baseline), encoding="utf-8")
@@ -811,3 +818,337 @@ def test_changed_tools_reads_the_server_tools_tokens_form() -> None:
     after["catalogs"] = {"bbbb": {"server": "github", "tools": catalog(NEW_DESCRIPTION), "tokens": 118}}
     assert changed_tools(make_baseline(before), after) == {"list_issues": (OLD_DESCRIPTION, NEW_DESCRIPTION)}
     assert changed_tools(before, before) == {}
+
+
+# -------------------------------------------------------------------------------------------------- flows
+
+FLOW_FILE = "flows.mcpeval.yaml"
+VERDICTS = {1.0: "fulfilled", 0.5: "partially_fulfilled", 0.0: "not_fulfilled"}
+
+
+def flow(i: int, passed: bool = True, scores: list[float] | None = None, first: str = "search_issues",
+         model: str = MODEL, error: str | None = None) -> dict[str, Any]:
+    """A flow's result: expects search_issues then issue_read, calls ``first`` then issue_read; ``scores`` are
+    its claim scores (coverage their mean; no claims when ``None``)."""
+    claims = [{"claim": f"claim {k}", "method": "check", "score": score, "verdict": VERDICTS.get(score, "fulfilled"),
+               "justification": ""} for k, score in enumerate(scores or [])]
+    base = {"file": FLOW_FILE, "id": f"flow-{i:03d}", "model": model, "repeat": 0, "flow": True, "order": "in_order",
+            "expected": [{"tool": "search_issues"}, {"tool": "issue_read"}]}
+    if error:
+        return {**base, "error": error, "expected_label": None, "called_label": None, "correct": None,
+                "passed": None, "arguments": None, "diagnosis": None, "called": []}
+    return {
+        **base,
+        "error": None,
+        "called": [{"tool": first, "args": {}}, {"tool": "issue_read", "args": {}}],
+        "expected_label": "search_issues",
+        "called_label": first,
+        "correct": first == "search_issues",
+        "passed": passed,
+        "arguments": None,
+        "diagnosis": None if passed else "answer_incomplete",
+        "order_ok": first == "search_issues",
+        "claims": claims,
+        "coverage": math.fsum(scores) / len(scores) if scores else None,
+    }
+
+
+def flow_runs(metric: str) -> Any:
+    """``(support, flips) -> (baseline, current)``: ``support`` flows, all passing with coverage 1; now the first
+    ``flips`` of them fail (``flow_pass_rate``) or have coverage 0.5 and still pass (``coverage``)."""
+    def runs(support: int, flips: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        base = [flow(i, scores=[1.0]) for i in range(support)]
+        if metric == "flow_pass_rate":
+            cur = [flow(i, passed=i >= flips, scores=[1.0]) for i in range(support)]
+        else:
+            cur = [flow(i, scores=[0.5] if i < flips else [1.0]) for i in range(support)]
+        return make_baseline(report(base)), report(cur)
+    return runs
+
+
+def test_flows_are_left_out_of_the_single_call_metrics() -> None:
+    """12 single calls that do not change and 10 flows whose first call and outcome change: accuracy, pass rate,
+    macro F1 and every f1[TOOL] see the 12 single calls only; the flows move flow_pass_rate and coverage."""
+    singles = [case(i, e, e) for i, e in enumerate(["get_me"] * 6 + ["list_issues"] * 6)]
+    base = singles + [flow(i, scores=[1.0, 1.0]) for i in range(10)]
+    cur = singles + [flow(i, passed=i >= 8, scores=[1.0, 0.0] if i < 8 else [1.0, 1.0],
+                          first="list_issues" if i < 8 else "search_issues") for i in range(10)]
+    before, after = report(base), report(cur)
+    result = compare(make_baseline(before), after, metrics=METRICS)
+    changes = by_metric(result)
+    assert list(changes) == ["accuracy", "macro_f1", "pass_rate", "f1[get_me]", "f1[list_issues]",
+                             "flow_pass_rate", "coverage"]  # no f1[search_issues] / f1[issue_read]: flow tools
+    assert result.paired == {MODEL: 22}
+    for metric in ("accuracy", "macro_f1", "pass_rate", "f1[get_me]", "f1[list_issues]"):
+        c = changes[metric]
+        assert (c.n, c.discordant, c.p_value, c.diff, c.drop) == (12, 0, 1.0, 0.0, False), metric
+    assert changes["accuracy"].after == after["models"][MODEL]["accuracy"] == 1.0  # the report's: flows left out
+    passed, coverage = changes["flow_pass_rate"], changes["coverage"]
+    assert (passed.before, passed.after) == (1.0, after["models"][MODEL]["flows"]["pass_rate"]) == (1.0, 0.2)
+    assert (coverage.before, coverage.after) == (1.0, after["models"][MODEL]["claims"]["mean_coverage"]) == (1.0, 0.6)
+    for c in (passed, coverage):
+        assert (c.n, c.discordant, c.p_value, c.drop) == (10, 8, 2 / 2**8, True)
+    assert result.failures() == [passed.sentence(), coverage.sentence()]
+    assert passed.sentence() == ("model gpt-5: flow_pass_rate dropped 1.000 -> 0.200 (-0.800, 95% CI [-1.000, "
+                                 "-0.500], p = 0.0078, 8 of 10 paired flows changed)")
+    assert coverage.sentence().endswith("p = 0.0078, 8 of 10 paired flows with claims changed)")
+    # a flipped flow is one whose outcome (passed) changed, marked as a flow
+    assert [f["case"] for f in result.flipped] == [f"{FLOW_FILE}::flow-{i:03d}[gpt-5]#0" for i in range(8)]
+    assert all(f.get("flow") is True and f["before"] and not f["after"] for f in result.flipped)
+
+
+def test_a_flow_whose_outcome_changed_is_flipped_even_when_its_first_call_did_not() -> None:
+    base = [case(0, "get_me", "get_me"), flow(0)]
+    cur = [case(0, "get_me", NONE), flow(0, passed=False)]
+    flipped = compare(make_baseline(report(base)), report(cur)).flipped
+    assert [(f["case"], f["before"], f["after"], f.get("flow")) for f in flipped] == [
+        (f"{FLOW_FILE}::flow-000[gpt-5]#0", True, False, True),
+        ("github.mcpeval.yaml::case-000[gpt-5]#0", True, False, None),
+    ]
+
+
+def test_only_the_families_a_model_has_are_compared() -> None:
+    flows_only = [flow(i, passed=i % 2 == 0) for i in range(6)]  # no claims: no coverage either
+    result = compare(make_baseline(report(flows_only)), report(flows_only))  # the default metrics
+    assert [c.metric for c in result.changes] == ["flow_pass_rate"]
+    singles = [case(i, "get_me", "get_me") for i in range(4)]
+    result = compare(make_baseline(report(singles)), report(singles), metrics=METRICS)
+    assert [c.metric for c in result.changes] == ["accuracy", "macro_f1", "pass_rate", "f1[get_me]"]
+    # coverage pairs only flows with claims on both sides
+    base = [flow(i, scores=[1.0] if i < 3 else None) for i in range(6)]
+    cur = [flow(i, scores=[0.5] if i in (1, 2, 3) else None) for i in range(6)]
+    (coverage,) = [c for c in compare(make_baseline(report(base)), report(cur)).changes if c.metric == "coverage"]
+    assert (coverage.n, coverage.before, coverage.after, coverage.discordant) == (2, 1.0, 0.5, 2)
+
+
+@pytest.mark.parametrize("metric", ["flow_pass_rate", "coverage"])
+def test_a_flow_drop_fails_with_six_changed_flows_and_passes_with_five(metric: str) -> None:
+    for flips, fails in ((6, True), (5, False)):
+        baseline, current = flow_runs(metric)(12, flips)
+        result = compare(baseline, current, metrics=(metric,), margin=0.02)
+        (change,) = result.changes
+        assert change.discordant == flips and change.p_value == 2 / 2**flips
+        assert change.diff is not None and change.diff < -0.02
+        assert change.drop is fails and result.passed is not fails
+        assert result.failures() == ([change.sentence()] if fails else [])
+
+
+def test_a_large_coverage_drop_on_few_flows_is_not_significant() -> None:
+    base = [flow(i, scores=[1.0, 1.0]) for i in range(4)]
+    cur = [flow(i, scores=[0.0, 0.0] if i < 3 else [1.0, 1.0]) for i in range(4)]
+    (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes
+    assert (change.before, change.after, change.discordant, change.p_value) == (1.0, 0.25, 3, 0.25)
+    assert change.significant is False and change.drop is False
+
+
+@pytest.mark.parametrize("gain,p_value", [(0.25, 0.03125), (1.0, 0.359375)])
+def test_coverage_changes_weigh_by_their_size(gain: float, p_value: float) -> None:
+    """docs/pull-requests.md: six flows lose 0.5 and one gains 0.25 (significant) or 1.0 (not); McNemar on the
+    same six losses and one gain says 0.125 either way."""
+    start, raised = ([0.0, 0.5], [0.5, 0.5]) if gain == 0.25 else ([0.0], [1.0])  # flow 6: coverage + gain
+    base = [flow(i, scores=[1.0] if i < 6 else start if i == 6 else [0.0]) for i in range(10)]
+    cur = [flow(i, scores=[0.5] if i < 6 else raised if i == 6 else [0.0]) for i in range(10)]
+    (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes
+    assert change.discordant == 7 and change.diff == pytest.approx((-3 + gain) / 10)
+    assert change.p_value == p_value == pytest.approx(coverage_swap_reference(base, cur), abs=1e-12)
+    assert change.drop is (p_value < 0.05) and mcnemar_exact(6, 1) == 0.125
+
+
+def coverage_swap_reference(base: list[dict[str, Any]], cur: list[dict[str, Any]]) -> float:
+    """p of the coverage test by brute force: swap whole flows in every way, recompute the report's mean coverage
+    (scoring.flows.claims_metrics) on both sides."""
+    from pytest_mcpeval.scoring.flows import claims_metrics
+
+    def value(cases: list[dict[str, Any]]) -> float:
+        metrics = claims_metrics(cases)  # type: ignore[arg-type]
+        assert metrics is not None and metrics["mean_coverage"] is not None
+        return metrics["mean_coverage"]
+
+    changed = [i for i, (b, a) in enumerate(zip(base, cur, strict=True)) if b["coverage"] != a["coverage"]]
+    observed = value(cur) - value(base)
+    hits = 0
+    for pattern in itertools.product([False, True], repeat=len(changed)):
+        swap = {i for i, s in zip(changed, pattern, strict=True) if s}
+        before = [cur[i] if i in swap else base[i] for i in range(len(base))]
+        after = [base[i] if i in swap else cur[i] for i in range(len(base))]
+        hits += abs(value(after) - value(before)) >= abs(observed) - 1e-12
+    return hits / (1 << len(changed))
+
+
+def random_claim_flows(seed: int, n: int, changed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``n`` flows with 1-4 claims scored 1 / 0.5 / 0; the first ``changed`` get new scores in the current run."""
+    rng = np.random.default_rng(seed)
+
+    def scores() -> list[float]:
+        return [float(x) for x in rng.choice([0.0, 0.5, 1.0], size=int(rng.integers(1, 5)))]
+
+    base = [flow(i, scores=scores()) for i in range(n)]
+    cur = [flow(i, scores=scores()) if i < changed else dict(base[i]) for i in range(n)]
+    return base, cur
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
+def test_exact_coverage_test_equals_swapping_flows(seed: int) -> None:
+    base, cur = random_claim_flows(seed, 16, 12)
+    (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",), resamples=500).changes
+    assert change.discordant == sum(b["coverage"] != a["coverage"] for b, a in zip(base, cur, strict=True))
+    reference = coverage_swap_reference(base, cur)
+    assert change.p_value == pytest.approx(reference, abs=1e-12)
+    assert change.p_value * 2**change.discordant == pytest.approx(round(change.p_value * 2**change.discordant))
+
+
+def test_coverage_test_samples_patterns_when_there_are_too_many() -> None:
+    """18 flows whose coverage changes by 18 different amounts: 2**18 combinations, beyond the 65,536 the test
+    enumerates, so it draws 10,000 seeded sign patterns; it agrees with the exact share within sampling error."""
+    rng = np.random.default_rng(5)
+    ups = rng.random(18) < 0.3
+    base, cur = [], []
+    for i in range(18):
+        high, low = [1.0], [1.0] * i + [0.0]  # coverage 1 and i / (i + 1): all differences distinct
+        b, a = (low, high) if ups[i] else (high, low)
+        base.append(flow(i, scores=b))
+        cur.append(flow(i, scores=a))
+    (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes
+    assert change.discordant == 18
+    assert change.p_value * 10001 == pytest.approx(round(change.p_value * 10001))  # (1 + hits) / (1 + resamples)
+    d = np.array([a["coverage"] - b["coverage"] for b, a in zip(base, cur, strict=True)])
+    signs = 1 - 2 * ((np.arange(1 << 18)[:, None] >> np.arange(18)) & 1)
+    exact = float(np.mean(np.abs(signs @ d) / 18 >= abs(d.sum()) / 18 - 1e-12))
+    assert abs(change.p_value - exact) < 4 * math.sqrt(exact * (1 - exact) / 10000) + 2 / 10001
+    again = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes[0]
+    assert again.p_value == change.p_value  # seeded
+
+
+def test_make_baseline_keeps_what_the_flow_comparison_needs(tmp_path: Path) -> None:
+    cases = [case(0, "get_me", "get_me"), flow(0, scores=[1.0, 0.5]), flow(1, passed=False)]
+    rep = report(cases)
+    baseline = make_baseline(rep)
+    with_claims, without, single = baseline["cases"]  # in the report's order: by file, then id
+    assert single["file"] == "github.mcpeval.yaml" and with_claims["id"] == "flow-000"
+    assert "flow" not in single and "coverage" not in single
+    assert (with_claims["flow"], with_claims["coverage"], with_claims["passed"]) == (True, 0.75, True)
+    assert (without["flow"], without["coverage"], without["passed"]) == (True, None, False)
+    assert baseline["models"][MODEL]["flow_pass_rate"] == 0.5 and baseline["models"][MODEL]["coverage"] == 0.75
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(baseline), encoding="utf-8")
+    assert load_baseline(path) == baseline
+    assert compare(load_baseline(path), rep) == compare(rep, rep)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("flow", "yes", "cases[1]: 'flow' must be true or false, found 'yes'"),
+    ("coverage", "0.5", "cases[1]: 'coverage' must be a number between 0 and 1 or null, found '0.5'"),
+    ("coverage", 1.5, "cases[1]: 'coverage' must be a number between 0 and 1 or null, found 1.5"),
+    ("coverage", True, "cases[1]: 'coverage' must be a number between 0 and 1 or null, found True"),
+])
+def test_load_baseline_rejects_bad_flow_fields(tmp_path: Path, field: str, value: Any, message: str) -> None:
+    baseline: Any = make_baseline(report([case(0, "get_me", "get_me"), flow(0, scores=[1.0])]))
+    baseline["cases"][1][field] = value
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(baseline), encoding="utf-8")
+    with pytest.raises(BaselineError, match=re.escape(message)):
+        load_baseline(path)
+
+
+OLD_BASELINE_CASE_FIELDS = ("file", "id", "model", "repeat", "correct", "passed", "expected_label", "called_label",
+                            "error")
+
+
+def test_a_baseline_without_flow_fields_still_loads_and_its_cases_are_single_calls(tmp_path: Path) -> None:
+    """A baseline written before flows were marked: its cases are single calls.  Those the current run has as
+    flows are compared in neither family (listed in kind_changed); the single calls compare as always."""
+    singles_before = [case(i, "get_me", "get_me" if i < 2 else NONE) for i in range(8)]
+    singles_after = [case(i, "get_me", NONE) for i in range(8)]
+    old_flows = [flow(i) for i in range(8)]
+    old: Any = make_baseline(report(singles_before + old_flows))
+    old["cases"] = [{k: c[k] for k in OLD_BASELINE_CASE_FIELDS} for c in old["cases"]]
+    old["models"] = {m: {k: v[k] for k in ("accuracy", "macro_f1", "pass_rate", "tools")}
+                     for m, v in old["models"].items()}
+    path = tmp_path / "old-baseline.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    loaded = load_baseline(path)
+    assert not any("flow" in c for c in loaded["cases"])
+    current = report(singles_after + [flow(i, passed=False) for i in range(8)])
+    result = compare(loaded, current, metrics=METRICS)
+    assert result.kind_changed == [f"{FLOW_FILE}::flow-{i:03d}[gpt-5]#0" for i in range(8)]
+    assert result.paired == {MODEL: 8} and result.excluded == []
+    changes = by_metric(result)
+    assert "flow_pass_rate" not in changes and "coverage" not in changes
+    assert (changes["accuracy"].n, changes["accuracy"].before, changes["accuracy"].after) == (8, 0.25, 0.0)
+    assert len(result.flipped) == 2  # the two single calls, not the flows
+    # an old baseline of single calls only compares exactly as before
+    only_singles: Any = make_baseline(report(singles_before))
+    assert compare(only_singles, report(singles_after)).changes == compare(
+        report(singles_before), report(singles_after)).changes
+
+
+def test_errors_of_flows_are_left_out() -> None:
+    base = [flow(i) for i in range(8)]
+    cur = [flow(i, passed=False) if i else flow(0, error="judge unreachable") for i in range(8)]
+    result = compare(make_baseline(report(base)), report(cur))
+    assert result.excluded == [f"{FLOW_FILE}::flow-000[gpt-5]#0"]
+    (change,) = result.changes
+    assert (change.metric, change.n, change.discordant) == ("flow_pass_rate", 7, 7)
+
+
+# ------------------------------------------------------------------------ flows through the plugin
+
+FLOW_TOOLS = [
+    {"name": "search_issues", "description": "Full-text search over issues.",
+     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+]
+
+
+def flow_bench(n: int) -> str:
+    cases = "".join(
+        f"  - id: reporter{i}\n"
+        f"    input: who reported the login bug of repo r{i}?\n"
+        f"    expect: [{{tool: search_issues}}]\n"
+        f"    mocks:\n"
+        f"      search_issues:\n"
+        f"        - result: {{structured: {{items: [{{number: {40 + i}, author: alice}}]}}}}\n"
+        f"    claims:\n"
+        f"      - {{claim: Names the reporter, check: {{contains: alice}}}}\n"
+        for i in range(n))
+    return "server: {tools_file: tools.json}\ncases:\n" + cases
+
+
+def script_flows(server: ScriptedModelServer, n: int, wrong: int) -> None:
+    """Each flow searches, then answers; the first ``wrong`` answers miss the reporter (coverage 0)."""
+    for i in range(n):
+        answer = "I could not tell who reported it." if i < wrong else f"alice reported issue {40 + i}."
+        server.flow(f"who reported the login bug of repo r{i}?",
+                    [{"name": "search_issues", "arguments": {"query": f"login repo:r{i}"}}], answer)
+
+
+@pytest.mark.parametrize("wrong,fails", [(6, True), (2, False)])
+def test_fail_on_drop_gates_flows(pytester: pytest.Pytester, model_server: ScriptedModelServer, wrong: int,
+                                  fails: bool) -> None:
+    """Through the plugin: six of eight flows losing their claim fail the gate on flow_pass_rate and coverage;
+    two do not (p = 0.5)."""
+    make_project(pytester, model_server, {"flows.mcpeval.yaml": flow_bench(8)}, tools=FLOW_TOOLS)
+    script_flows(model_server, 8, 0)
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0
+    assert {c.get("flow") for c in json.loads((pytester.path / "base.json").read_text())["cases"]} == {True}
+    script_flows(model_server, 8, wrong)
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-fail-on-drop=0.02",
+                 "--mcp-report=report.json", "--mcp-record=off")
+    comparison = read_report(pytester)["comparison"]
+    changes = {c["metric"]: c for c in comparison["changes"]}
+    assert list(changes) == ["flow_pass_rate", "coverage"]  # the default metrics; no single call to compare
+    after = 1 - wrong / 8
+    for metric in changes:
+        assert (changes[metric]["before"], changes[metric]["after"]) == (1.0, after)
+        assert changes[metric]["discordant"] == wrong and changes[metric]["p_value"] == 2 / 2**wrong
+    assert len(comparison["flipped"]) == wrong and all(f["flow"] for f in comparison["flipped"])
+    if fails:
+        result.stdout.fnmatch_lines([
+            "GATE FAILED model fake: flow_pass_rate dropped 1.000 -> 0.250 (-0.750, 95% CI [[]*[]], p = 0.0312, "
+            "6 of 8 paired flows changed)",
+            "GATE FAILED model fake: coverage dropped 1.000 -> 0.250 (-0.750, 95% CI [[]*[]], p = 0.0312, "
+            "6 of 8 paired flows with claims changed)",
+        ])
+        assert result.ret == 1
+    else:
+        assert "GATE FAILED" not in result.stdout.str() and comparison["drops"] == []
+        assert result.ret == 0

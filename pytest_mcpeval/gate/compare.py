@@ -18,6 +18,15 @@ model invented keeps its ``f1[TOOL]`` and counts against accuracy, but is left o
 cases do not carry ``hallucinated_tools``, so here a label is real when it is ``(none)``, a tool of either
 run's catalogs or a tool some paired case expects (:func:`known_labels`); both sides use the same labels.
 
+Two families, as in the report (docs/metrics.md): ``accuracy``, ``pass_rate``, ``macro_f1`` and ``f1[TOOL]``
+are over the paired *single-call* cases; ``flow_pass_rate`` over the paired *flows* (``flow`` in the case: a
+case without it, as in a baseline written before flows, is a single call), exact McNemar as ``pass_rate``;
+``coverage`` (mean claims coverage) over the paired flows that have claims on both sides, tested with the
+same swap test, which on one continuous column is the paired *sign-flip* test of the per-case coverage
+differences (:func:`pytest_mcpeval.gate.significance.sign_flip_test`).  A metric is tested only for a model
+with paired cases of its family.  A case that is a flow in one run and a single call in the other is
+compared in neither family (:attr:`Comparison.kind_changed`).
+
 A change is a *drop* when ``diff < -margin`` and ``p < level``; drops are what a pull request gate
 fails on.  Everything is seeded: the same inputs give the same output.
 """
@@ -29,13 +38,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES
-from pytest_mcpeval.gate.significance import _CHUNK, format_p, mcnemar_exact, permutation_test
+from pytest_mcpeval.gate.significance import _CHUNK, format_p, mcnemar_exact, permutation_test, sign_flip_test
 from pytest_mcpeval.report.types import Flipped
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import f1_scores, macro_f1, sort_labels
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 
 METRICS = DROP_METRICS  # the names --mcp-drop-metrics accepts (scoring.registry)
+SINGLE_CALL_METRICS = ("accuracy", "macro_f1", "pass_rate", "tool_f1")  # over the paired single-call cases
 
 
 def _p_clause(p: float) -> str:
@@ -47,6 +57,9 @@ def confidence(level: float) -> str:
     return f"{100 * (1 - level):g}%"
 
 
+_UNITS = {"flow_pass_rate": "paired flows", "coverage": "paired flows with claims"}  # what `n` counts
+
+
 @dataclass
 class MetricChange:
     """One metric of one model, before (baseline) and after (current), on the paired cases.
@@ -54,7 +67,9 @@ class MetricChange:
     ``before``/``after``/``diff`` are ``None`` only for an ``f1[TOOL]`` that is undefined on one side
     (the tool was neither expected nor called there); such a change is never significant.
     ``discordant`` counts the paired cases whose outcome for this metric differs between the runs (for
-    ``f1[TOOL]``: whose expected or called tool, as far as that tool is concerned); only they carry evidence.
+    ``f1[TOOL]``: whose expected or called tool, as far as that tool is concerned; for ``coverage``: whose
+    coverage differs); only they carry evidence.  ``n`` counts the paired cases the metric is over: single
+    calls, flows, or flows with claims.
     """
 
     model: str
@@ -82,9 +97,9 @@ class MetricChange:
         verb = "dropped" if self.diff < 0 else "rose" if self.diff > 0 else "unchanged"
         ci = ("" if self.ci_low is None or self.ci_high is None
               else f", {confidence(self.level)} CI [{self.ci_low:.3f}, {self.ci_high:.3f}]")
+        unit = _UNITS.get(self.metric, "paired cases")
         return (f"model {self.model}: {self.metric} {verb} {self.before:.3f} -> {self.after:.3f} "
-                f"({self.diff:+.3f}{ci}, {_p_clause(self.p_value)}, {self.discordant} of {self.n} paired cases "
-                "changed)")
+                f"({self.diff:+.3f}{ci}, {_p_clause(self.p_value)}, {self.discordant} of {self.n} {unit} changed)")
 
 
 @dataclass
@@ -96,9 +111,10 @@ class Comparison:
     only_in_current: list[str]
     flipped: list[Flipped]
     excluded: list[str] = field(default_factory=list)  # keys in both runs left out for an error on either side
-    paired: dict[str, int] = field(default_factory=dict)  # model -> paired cases
+    paired: dict[str, int] = field(default_factory=dict)  # model -> paired cases (single calls and flows)
     margin: float = DEFAULT_DROP_MARGIN
     level: float = DEFAULT_DROP_LEVEL
+    kind_changed: list[str] = field(default_factory=list)  # keys of a flow in one run, a single call in the other
 
     def failures(self) -> list[str]:
         return [c.sentence() for c in self.changes if c.drop]
@@ -166,6 +182,17 @@ def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int
     cols = np.hstack([_columns(before, n_labels), _columns(after, n_labels)])
     width = cols.shape[1] // 2
     observed = cols.sum(axis=0)[None, :]
+    boot = resampled_sums(cols, resamples, seed)
+    return (_stats(observed[:, :width], n, n_labels, include), _stats(observed[:, width:], n, n_labels, include),
+            _stats(boot[:, :width], n, n_labels, include), _stats(boot[:, width:], n, n_labels, include))
+
+
+def resampled_sums(cols: Any, resamples: int, seed: int) -> Any:
+    """Column sums of ``resamples`` paired bootstrap resamples of the rows (cases) of ``cols``, shape
+    ``(resamples, columns)``: each resample draws ``n`` row indices with replacement, seeded."""
+    import numpy as np
+
+    n = len(cols)
     rng = np.random.default_rng(seed)
     parts = []
     for start in range(0, resamples, _CHUNK):
@@ -173,9 +200,7 @@ def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int
         idx = rng.integers(0, n, size=(rows, n))
         weights = np.bincount((idx + (np.arange(rows) * n)[:, None]).ravel(), minlength=rows * n)
         parts.append(weights.reshape(rows, n).astype(np.float64) @ cols)
-    boot = np.vstack(parts)
-    return (_stats(observed[:, :width], n, n_labels, include), _stats(observed[:, width:], n, n_labels, include),
-            _stats(boot[:, :width], n, n_labels, include), _stats(boot[:, width:], n, n_labels, include))
+    return np.vstack(parts)
 
 
 def bootstrap_interval(diffs: Any, level: float) -> tuple[float | None, float | None]:
@@ -252,8 +277,6 @@ def compare(
     ``resamples`` is the number of bootstrap resamples of the interval, and of random swap patterns of a
     permutation test too large to enumerate; ``seed`` seeds both.
     """
-    import numpy as np
-
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {', '.join(map(repr, unknown))}; expected some of {', '.join(METRICS)}")
@@ -267,76 +290,138 @@ def compare(
     only_before = [case_key(before_cases[k]) for k in sorted(before_cases.keys() - after_cases.keys())]
     only_after = [case_key(after_cases[k]) for k in sorted(after_cases.keys() - before_cases.keys())]
     excluded: list[str] = []
+    kind_changed: list[str] = []
     pairs: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
     for k in sorted(before_cases.keys() & after_cases.keys()):
         b, a = before_cases[k], after_cases[k]
-        if _usable(b) and _usable(a):
-            pairs.setdefault(k[2], []).append((b, a))
-        else:
+        if not (_usable(b) and _usable(a)):
             excluded.append(case_key(a))
+        elif is_flow(b) != is_flow(a):
+            kind_changed.append(case_key(a))
+        else:
+            pairs.setdefault(k[2], []).append((b, a))
 
-    flipped: list[Flipped] = [
-        {
-            "case": case_key(a),
-            "model": str(a.get("model")),
-            "expected_label": a.get("expected_label"),
-            "before": bool(b["correct"]),
-            "after": bool(a["correct"]),
-            "called_before": b.get("called_label"),
-            "called_after": a.get("called_label"),
-            "passed_before": b.get("passed"),
-            "passed_after": a.get("passed"),
-        }
-        for model_pairs in pairs.values()
-        for b, a in model_pairs
-        if bool(b["correct"]) != bool(a["correct"])
-    ]
+    flipped = [_flip(b, a) for model_pairs in pairs.values() for b, a in model_pairs if _outcome(b) != _outcome(a)]
 
     order = [*(current_report.get("models") or {}), *(baseline.get("models") or {})]
     models = [m for m in dict.fromkeys(order) if m in pairs] + sorted(set(pairs) - set(order))
     known = known_labels(baseline, current_report)
     changes: list[MetricChange] = []
     for model in models:
-        model_pairs = pairs[model]
-        n = len(model_pairs)
-        labels = sort_labels(
-            str(c.get(key) or NONE) for pair in model_pairs for c in pair for key in ("expected_label", "called_label")
-        )
-        index = {label: i for i, label in enumerate(labels)}
-        expected = {str(c.get("expected_label") or NONE) for pair in model_pairs for c in pair}
-        include = None if known is None else np.array([x in known or x in expected for x in labels], dtype=bool)
-
-        def side(cases: list[Mapping[str, Any]], index: dict[str, int] = index) -> _Side:
-            return _Side(
-                correct=np.array([bool(c["correct"]) for c in cases], dtype=np.float64),
-                passed=np.array([bool(c.get("passed")) for c in cases], dtype=np.float64),
-                expected=np.array([index[str(c.get("expected_label") or NONE)] for c in cases], dtype=np.int64),
-                called=np.array([index[str(c.get("called_label") or NONE)] for c in cases], dtype=np.int64),
-            )
-
-        before, after = side([b for b, _ in model_pairs]), side([a for _, a in model_pairs])
-        ob, oa, bb, ba = bootstrap_metrics(before, after, len(labels), resamples, seed, include)
-        cols_b, cols_a = _columns(before, len(labels)), _columns(after, len(labels))
-        for metric in metrics:
-            if metric in ("accuracy", "pass_rate"):
-                column = 0 if metric == "accuracy" else 1
-                worse = int(np.sum((cols_b[:, column] == 1) & (cols_a[:, column] == 0)))
-                better = int(np.sum((cols_b[:, column] == 0) & (cols_a[:, column] == 1)))
-                changes.append(_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
-                                       margin, level, (mcnemar_exact(worse, better), worse + better)))
-            elif metric == "macro_f1":
-                test = permutation_test(cols_b[:, 2:], cols_a[:, 2:], _macro_stat(len(labels), include), resamples,
-                                        seed)
-                changes.append(_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
-                                       margin, level, test))
-            else:
-                for i, label in enumerate(labels):
-                    cols = _label_columns(i, len(labels))
-                    test = permutation_test(cols_b[:, cols], cols_a[:, cols], _f1_stat, resamples, seed)
-                    changes.append(_change(model, f"f1[{label}]", ob["f1"][0, i], oa["f1"][0, i],
-                                           _f1_boot_diffs(bb["f1"][:, i], ba["f1"][:, i]), n, margin, level, test))
+        single = [(b, a) for b, a in pairs[model] if not is_flow(b)]
+        flows = [(b, a) for b, a in pairs[model] if is_flow(b)]
+        by_metric = (_single_call_changes(model, single, [m for m in metrics if m in SINGLE_CALL_METRICS], known,
+                                          margin, level, resamples, seed) if single else {})
+        if flows and "flow_pass_rate" in metrics:
+            passed = [[float(bool(c.get("passed"))) for c in pair] for pair in flows]
+            by_metric["flow_pass_rate"] = [_mean_change(model, "flow_pass_rate", passed, margin, level, resamples,
+                                                        seed)]
+        claims = [pair for pair in flows if all(c.get("coverage") is not None for c in pair)]
+        if claims and "coverage" in metrics:
+            coverage = [[float(c["coverage"]) for c in pair] for pair in claims]
+            by_metric["coverage"] = [_mean_change(model, "coverage", coverage, margin, level, resamples, seed)]
+        changes += [c for metric in metrics for c in by_metric.get(metric, [])]
     return Comparison(changes, only_before, only_after, flipped, excluded,
-                      {m: len(pairs[m]) for m in models}, margin, level)
+                      {m: len(pairs[m]) for m in models}, margin, level, kind_changed)
+
+
+def _single_call_changes(model: str, model_pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                         metrics: Sequence[str], known: set[str] | None, margin: float, level: float, resamples: int,
+                         seed: int) -> dict[str, list[MetricChange]]:
+    """The single-call metrics of one model over its paired single-call cases: metric -> changes (``tool_f1``:
+    one per label)."""
+    import numpy as np
+
+    out: dict[str, list[MetricChange]] = {}
+    if not metrics:
+        return out
+    n = len(model_pairs)
+    labels = sort_labels(
+        str(c.get(key) or NONE) for pair in model_pairs for c in pair for key in ("expected_label", "called_label")
+    )
+    index = {label: i for i, label in enumerate(labels)}
+    expected = {str(c.get("expected_label") or NONE) for pair in model_pairs for c in pair}
+    include = None if known is None else np.array([x in known or x in expected for x in labels], dtype=bool)
+
+    def side(cases: list[Mapping[str, Any]]) -> _Side:
+        return _Side(
+            correct=np.array([bool(c["correct"]) for c in cases], dtype=np.float64),
+            passed=np.array([bool(c.get("passed")) for c in cases], dtype=np.float64),
+            expected=np.array([index[str(c.get("expected_label") or NONE)] for c in cases], dtype=np.int64),
+            called=np.array([index[str(c.get("called_label") or NONE)] for c in cases], dtype=np.int64),
+        )
+
+    before, after = side([b for b, _ in model_pairs]), side([a for _, a in model_pairs])
+    ob, oa, bb, ba = bootstrap_metrics(before, after, len(labels), resamples, seed, include)
+    cols_b, cols_a = _columns(before, len(labels)), _columns(after, len(labels))
+    for metric in metrics:
+        if metric in ("accuracy", "pass_rate"):
+            column = 0 if metric == "accuracy" else 1
+            worse = int(np.sum((cols_b[:, column] == 1) & (cols_a[:, column] == 0)))
+            better = int(np.sum((cols_b[:, column] == 0) & (cols_a[:, column] == 1)))
+            out[metric] = [_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
+                                   margin, level, (mcnemar_exact(worse, better), worse + better))]
+        elif metric == "macro_f1":
+            test = permutation_test(cols_b[:, 2:], cols_a[:, 2:], _macro_stat(len(labels), include), resamples, seed)
+            out[metric] = [_change(model, metric, ob[metric][0], oa[metric][0], ba[metric] - bb[metric], n,
+                                   margin, level, test)]
+        else:  # tool_f1
+            out[metric] = []
+            for i, label in enumerate(labels):
+                cols = _label_columns(i, len(labels))
+                test = permutation_test(cols_b[:, cols], cols_a[:, cols], _f1_stat, resamples, seed)
+                out[metric].append(_change(model, f"f1[{label}]", ob["f1"][0, i], oa["f1"][0, i],
+                                           _f1_boot_diffs(bb["f1"][:, i], ba["f1"][:, i]), n, margin, level, test))
+    return out
+
+
+def _mean_change(model: str, metric: str, values: list[list[float]], margin: float, level: float, resamples: int,
+                 seed: int) -> MetricChange:
+    """A mean over paired cases, ``values`` one ``[before, after]`` per case: ``flow_pass_rate`` (0/1 outcomes:
+    the exact McNemar test, as ``pass_rate``) or ``coverage`` (the exact sign-flip test of the per-case
+    differences); the interval from the same paired bootstrap as the other metrics."""
+    import numpy as np
+
+    cols = np.array(values, dtype=np.float64).reshape(len(values), 2)
+    n = len(cols)
+    if metric == "flow_pass_rate":
+        worse = int(np.sum((cols[:, 0] == 1) & (cols[:, 1] == 0)))
+        better = int(np.sum((cols[:, 0] == 0) & (cols[:, 1] == 1)))
+        test = (mcnemar_exact(worse, better), worse + better)
+    else:
+        test = sign_flip_test(cols[:, 0], cols[:, 1], resamples, seed)
+    boot = resampled_sums(cols, resamples, seed) / n
+    observed = cols.sum(axis=0) / n
+    return _change(model, metric, observed[0], observed[1], boot[:, 1] - boot[:, 0], n, margin, level, test)
+
+
+def is_flow(case: Mapping[str, Any]) -> bool:
+    """A multi-step flow (``flow: true``); a case without the key, as in baselines older than flows, is a single
+    call."""
+    return bool(case.get("flow"))
+
+
+def _outcome(case: Mapping[str, Any]) -> bool:
+    """What a flipped case flipped: ``passed`` of a flow (its ``correct`` is only its first call), ``correct``
+    of a single call."""
+    return bool(case.get("passed")) if is_flow(case) else bool(case["correct"])
+
+
+def _flip(b: Mapping[str, Any], a: Mapping[str, Any]) -> Flipped:
+    out: Flipped = {
+        "case": case_key(a),
+        "model": str(a.get("model")),
+        "expected_label": a.get("expected_label"),
+        "before": _outcome(b),
+        "after": _outcome(a),
+        "called_before": b.get("called_label"),
+        "called_after": a.get("called_label"),
+        "passed_before": b.get("passed"),
+        "passed_after": a.get("passed"),
+    }
+    if is_flow(a):
+        out["flow"] = True
+    return out
 
 
 def _catalog_tools(entry: Any) -> Mapping[str, Any]:
