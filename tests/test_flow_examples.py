@@ -79,10 +79,15 @@ def test_the_example_flows_score_as_designed(flows_project: pytest.Pytester) -> 
     assert claims["cases"] == 14 and claims["pass_rate"] == 9 / 14
     assert claims["mean_coverage"] == pytest.approx(sum(c["coverage"] for c in cases.values()) / 14)
     assert report["models"]["scripted"]["accuracy"] is None  # no single-call case: those metrics stay empty
+    judged = [i for i, c in cases.items() if any(cl["method"] == "judge" for cl in c["claims"])]
+    judge = report["models"]["scripted"]["judges"]["judge"]  # counted apart from the model's usage
+    assert (judge["cases"], judge["cached"], judge["cost_usd"]) == (len(judged), 0, None) and len(judged) == 9
+    assert judge["attempts"] == sum(1 for c in cases.values() for cl in c["claims"] if cl["method"] == "judge")
     result.stdout.fnmatch_lines([
         "scripted: 14 scored (0 single calls, 14 flows), 0 errors*",
         "  flows (14 cases): passed 64.3%, order held 71.4%, exact tool set 85.7% | multi-label micro F1*",
         "  claims (14 cases): mean coverage 0.845, passed 64.3%",
+        "  judge judge: 9 cases (0 replayed), * + * tokens, cost unknown",
         "  top failures: answer_incomplete 1, failed_error_recovery 1, premature_stop 1",
     ])
     result.stdout.fnmatch_lines([
@@ -96,12 +101,8 @@ def test_the_example_flows_score_as_designed(flows_project: pytest.Pytester) -> 
     ])
     markdown = (flows_project.path / "summary.md").read_text()
     assert "| `scripted` | 14 | 64.3% | 71.4% | 85.7% |" in markdown
-
-
-def test_the_example_flows_give_the_same_report_under_xdist(flows_project: pytest.Pytester) -> None:
-    flows_run(flows_project)
-    alone = read_report(flows_project)
+    # the same report with -n 2 (the flows, live calls and judge requests made on the workers)
     flows_run(flows_project, "-n", "2")
     spread = read_report(flows_project)
-    assert stable(spread["cases"]) == stable(alone["cases"])
-    assert spread["models"]["scripted"]["flows"] == alone["models"]["scripted"]["flows"]
+    assert stable(spread["cases"]) == stable(report["cases"])
+    assert spread["models"]["scripted"]["flows"] == flows and spread["models"]["scripted"]["claims"] == claims

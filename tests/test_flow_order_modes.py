@@ -56,8 +56,9 @@ def case(transcript: str, mode: str, forbid: str = "") -> str:
             + (f"    forbid: [{forbid}]\n" if forbid else "") + MOCKS)
 
 
-def test_each_order_mode_on_the_same_transcripts(pytester: pytest.Pytester, model_server: ScriptedModelServer,
-                                                 xdist_args: list[str]) -> None:
+def test_each_order_mode_on_the_same_transcripts(pytester: pytest.Pytester,
+                                                 model_server: ScriptedModelServer) -> None:
+    """(Under -n 2 the same scoring runs on workers: tests/test_flow_examples.py checks the report is equal.)"""
     cases = [case(t, m) for t in ("detour", "reversed") for m in MODES]
     cases += [case("detour", m, forbid="get_user") for m in MODES]
     bench = 'server: {python: "tracker_server:server"}\ncases:\n' + "".join(cases)
@@ -65,7 +66,7 @@ def test_each_order_mode_on_the_same_transcripts(pytester: pytest.Pytester, mode
     shutil.copy(TRACKER, pytester.path / "tracker_server.py")
     model_server.flow("detour transcript", [GET], [USER], [COMMENTS], "done")
     model_server.flow("reversed transcript", [COMMENTS], [GET], "done")
-    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json", *xdist_args)
+    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json")
     assert result.ret == pytest.ExitCode.OK  # misses are reported, not failed (no --mcp-strict)
     got = {c["id"]: c for c in read_report(pytester)["cases"]}
     assert {key: got[f"{key[0]}-{key[1]}"]["passed"] for key in TABLE} == TABLE

@@ -25,7 +25,7 @@ from pytest_mcpeval.report.types import (
 )
 from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics
 from pytest_mcpeval.scoring.metrics import model_metrics
-from pytest_mcpeval.scoring.repeats import repeat_metrics, usage_metrics
+from pytest_mcpeval.scoring.repeats import judge_usage_metrics, repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
 
 _TRANSPORT = ("catalog_info", "model_info")  # once-per-process data riding on a result, not part of the case
@@ -68,6 +68,7 @@ def build_report(
             "retrieval": retrieval,
             "repeats": repeat_metrics(own),
             "usage": usage_metrics(own),
+            "judges": judge_usage_metrics(own),
         }
         metrics["arguments"]["applicable"] = retrieval is None  # a retriever fills no arguments
         models[name] = metrics

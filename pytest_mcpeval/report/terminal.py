@@ -121,6 +121,10 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
         if claims:
             yield (f"  claims ({plural(claims['cases'], 'case')}): mean coverage {_num(claims['mean_coverage'])}, "
                    f"passed {_pct(claims['pass_rate'])}")
+        for judge, used in (m.get("judges") or {}).items():
+            cost = "cost unknown" if used["cost_usd"] is None else f"${used['cost_usd']:.4f}"
+            yield (f"  judge {judge}: {plural(used['cases'], 'case')} ({used['cached']} replayed), "
+                   f"{used['prompt_tokens']:,} + {used['completion_tokens']:,} tokens, {cost}")
         top = sorted(m["diagnoses"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         if top:
             yield "  top failures: " + ", ".join(f"{mode} {count}" for mode, count in top)

@@ -299,9 +299,21 @@ class ClaimsMetrics(TypedDict):
     pass_rate: float | None
 
 
+class JudgeUsage(TypedDict):
+    """What one judge model cost judging this model's claims (apart from the model's own usage)."""
+
+    cases: int  # cases it judged
+    cached: int  # of them, judged from the cache only
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None when a paid call has no price in litellm's cost map
+    attempts: int
+
+
 class ModelMetrics(SelectionMetrics):
     flows: FlowMetrics | None
     claims: ClaimsMetrics | None
+    judges: dict[str, JudgeUsage]
     untested_tools: list[str]
     retrieval: RetrievalMetrics | None
     repeats: RepeatMetrics

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from math import comb
 
-from pytest_mcpeval.report.types import CaseResult, CaseUsage, RepeatMetrics, UsageMetrics
+from pytest_mcpeval.report.types import CaseResult, CaseUsage, JudgeUsage, RepeatMetrics, UsageMetrics
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -95,3 +95,21 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
             "max": latencies[-1] if latencies else None,
         },
     }
+
+
+def judge_usage_metrics(cases: Sequence[CaseResult]) -> dict[str, JudgeUsage]:
+    """Per judge model: the cases it judged, how many were replayed, tokens, cost and attempts (counted apart
+    from the model's own usage)."""
+    out: dict[str, JudgeUsage] = {}
+    for case in cases:
+        for judge, usage in (case.get("judge_usage") or {}).items():
+            entry = out.setdefault(judge, {"cases": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                           "cost_usd": 0.0, "attempts": 0})
+            entry["cases"] += 1
+            entry["cached"] += bool(usage.get("cached"))
+            entry["prompt_tokens"] += int(usage.get("prompt_tokens", 0))
+            entry["completion_tokens"] += int(usage.get("completion_tokens", 0))
+            entry["attempts"] += int(usage.get("attempts", 0))
+            cost = usage.get("cost_usd")
+            entry["cost_usd"] = None if cost is None or entry["cost_usd"] is None else entry["cost_usd"] + cost
+    return dict(sorted(out.items()))

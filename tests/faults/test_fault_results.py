@@ -55,10 +55,10 @@ def broken_scoring(request, monkeypatch):
 """
 
 
-def test_an_exception_in_our_code_is_an_error_of_that_case(project: pytest.Pytester,
-                                                            xdist_args: list[str]) -> None:
+def test_an_exception_in_our_code_is_an_error_of_that_case(project: pytest.Pytester) -> None:
+    """(Without xdist: on a worker the same makereport hook runs, and a dead worker is tests/test_xdist.py's.)"""
     (project.path / "conftest.py").write_text(RAISE_FOR_Q2)
-    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json", *xdist_args)
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     report = read_report(project)
     cases = assert_each_case_once(report, ["q0", "q1", "q2", "q3"])
