@@ -220,6 +220,10 @@ class Settings:
             record = record_mode(record)
         except argparse.ArgumentTypeError as exc:
             raise pytest.UsageError(f"ini key mcp_record: {exc}") from None
+        judge = opt.mcp_judge_model or config.getini("mcp_judge_model").strip() or None
+        if judge is not None and registry.resolve(judge).target.startswith("local/"):
+            raise pytest.UsageError(f"--mcp-judge-model={judge}: a local/... model is a tool retriever and cannot "
+                                    "judge claims; name a chat model (a litellm model string or an alias)")
         cache_dir = Path(opt.mcp_cache_dir or config.getini("mcp_cache_dir") or ".mcpeval/cache")
         if not cache_dir.is_absolute():
             base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
@@ -233,7 +237,7 @@ class Settings:
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
                    markdown_path=path(opt.mcp_markdown), list_tools=bool(opt.mcp_tools),
-                   judge_model=opt.mcp_judge_model or config.getini("mcp_judge_model").strip() or None,
+                   judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
                                      else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=Redactor.for_run(registry.params.values()))

@@ -468,3 +468,11 @@ def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path: Path) -> None:
         "bench.mcpeval.yaml:5: cases[0].expect[0].extra_args: unknown value `alow`; did you mean `allow`? "
         "(one of forbid, allow)",
     ]
+
+
+def test_a_retriever_cannot_judge(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".mcpeval.yaml", a=HEAD + "  - {id: judged, input: hi, expect: [], claims: [It says hi.]}\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--mcp-models=fake", "--mcp-judge-model=local/minilm")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--mcp-judge-model=local/minilm: a local/... model is a tool retriever and cannot "
+                                 "judge claims*"])
