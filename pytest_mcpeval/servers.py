@@ -12,7 +12,8 @@ list of tool dicts).
 Every server has a log file, and every failure of a server is written to it with its whole traceback
 (each exception of an exception group), as are the MCP SDK's own log records about that connection (a line
 a stdio server printed on stdout that is not JSON-RPC, ...); the one-line :class:`ServerError` says what
-happened and names the log.
+happened and names the log.  What the log holds and how a failure reads in one line is
+:mod:`pytest_mcpeval.server_log`; what a tool call answers is :mod:`pytest_mcpeval.tool_result`.
 
 Time is bounded: starting a server, completing the MCP handshake and listing its tools get
 ``--mcp-connect-timeout`` in all (the SDK's own per-request timeouts would add up to more); past it the
@@ -23,15 +24,11 @@ group) and only then are its cases given the error, so no server process outlive
 from __future__ import annotations
 
 import concurrent.futures
-import contextvars
 import importlib
-import logging
 import math
 import os
 import re
-import signal
 import sys
-import traceback
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +37,18 @@ from typing import Any
 from pytest_mcpeval.benchmark.schema import ServerSpec
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
+from pytest_mcpeval.server_log import exit_status, invalid_answer, is_closed, one_line, watch_connection, write_log
+from pytest_mcpeval.tool_result import ToolResult, tool_result_from_mcp
+
+__all__ = [
+    "STOP_GRACE",
+    "TIMEOUT_OPTION",
+    "ServerError",
+    "ServerPool",
+    "ToolResult",
+    "import_target",
+    "load_tools_file",
+]
 
 STOP_GRACE = 10.0
 """Seconds a connection gets to stop after it is given up or at the end of the session (the SDK's stdio
@@ -53,20 +62,6 @@ class ServerError(Exception):
     """The server could not be started, reached or listed: an infrastructure error."""
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    """A tool's answer over a live session, as builtin data.
-
-    ``text`` is what a model is sent: the result's text parts joined by newlines (a text resource's text;
-    ``[image: MIME]`` and the like for content a chat message cannot carry), or the structured content as
-    compact JSON when there is no content.  ``structured`` is the structured content as the server sent it.
-    """
-
-    is_error: bool
-    text: str
-    structured: Any = None
-
-
 @dataclass
 class _Live:
     client: Any
@@ -75,171 +70,6 @@ class _Live:
     label: str
     log: Path
     closed: str | None = None  # how the session was seen to close under a tool call: no call is tried again
-
-
-def _first_leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _one_line(exc: BaseException) -> str:
-    """``Type: message`` of the first leaf of an exception (group), on one line, for a one-line error."""
-    leaf = _first_leaf(exc)
-    text = " ".join(str(leaf).split())
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
-
-
-def _invalid_answer(exc: BaseException) -> str | None:
-    """``tools[1].inputSchema: Input should be ... (got 'query: string')`` when the SDK rejected what the server
-    sent (a pydantic ``ValidationError``), else None."""
-    from pydantic import ValidationError
-
-    leaf = _first_leaf(exc)
-    if not isinstance(leaf, ValidationError):
-        return None
-    parts = []
-    for error in leaf.errors()[:3]:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
-        got = repr(error.get("input"))
-        got = got if len(got) <= 60 else got[:57] + "..."
-        parts.append(f"{where}: {error['msg']} (got {got})")
-    more = leaf.error_count() - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-def _write_log(log: Path, headline: str, exc: BaseException | None = None) -> None:
-    """Append ``mcpeval: HEADLINE`` and the whole traceback of ``exc`` (every exception of a group) to a log."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a", encoding="utf-8") as out:
-        out.write(f"mcpeval: {headline}\n")
-        if exc is not None:
-            out.write("".join(traceback.format_exception(exc)))
-
-
-# -- the SDK's log records about a connection go to that server's log --------------------------------------------
-
-@dataclass
-class _Watch:
-    """What is known of one connection while it opens: its log, where the server's stderr starts in it, and
-    how many errors the MCP SDK logged about it (lines a stdio server printed on stdout that are not JSON-RPC)."""
-
-    log: Path
-    stderr_start: int = 0
-    sdk_errors: int = 0
-
-    def details(self, stdio: bool) -> str:
-        """``; the last line of its stderr: ...`` and the SDK's errors, for a message about a failed start."""
-        out = ""
-        if self.sdk_errors:
-            noun = "error" if self.sdk_errors == 1 else "errors"
-            out += f"; the MCP SDK logged {self.sdk_errors} {noun} about it (in its log)"
-        if stdio:
-            last = _last_stderr_line(self.log, self.stderr_start)
-            out += f"; the last line of its stderr: {last}" if last else "; it wrote nothing to stderr"
-        return out
-
-
-_WATCH: contextvars.ContextVar[_Watch | None] = contextvars.ContextVar("mcpeval_server_watch", default=None)
-"""The connection the current task serves (the SDK's tasks inherit it from the task that opens it)."""
-
-
-class _ToServerLog(logging.Filter):
-    """Diverts the records an MCP SDK logger makes while serving one of our connections to that server's log.
-
-    Such a record (``Failed to parse JSONRPC message from server``, ...) is about the user's server, so it
-    belongs with the server's stderr and failures, not in pytest's output (where pytest would show it, with a
-    traceback, under an unrelated item).  Records made anywhere else pass through unchanged.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        watch = _WATCH.get()
-        if watch is None:
-            return True
-        detail = ""
-        if record.exc_info and record.exc_info[1] is not None:
-            detail = ": " + _one_line(record.exc_info[1])
-        try:
-            _write_log(watch.log, f"{record.name}: {record.levelname}: {record.getMessage()}{detail}")
-        except OSError:
-            return True
-        if record.levelno >= logging.ERROR:
-            watch.sdk_errors += 1
-        return False
-
-
-_DIVERT = _ToServerLog()
-
-
-def _divert_sdk_logs() -> None:
-    """Put :data:`_DIVERT` on every logger of the MCP SDK (``mcp.*``, and ``client`` of its session module).
-
-    A logger's filters apply only to the records made on it, so each gets one; called after the SDK's modules
-    are imported (their loggers exist from then on), and idempotent.
-    """
-    for name, logger in list(logging.root.manager.loggerDict.items()):
-        sdk = name == "mcp" or name.startswith("mcp.") or name == "client"
-        if sdk and isinstance(logger, logging.Logger) and _DIVERT not in logger.filters:
-            logger.addFilter(_DIVERT)
-
-
-# -- how a stdio server ended ----------------------------------------------------------------------------------
-
-
-def _exit_status(exc: BaseException) -> str | None:
-    """``exit code 3`` / ``signal SIGKILL``: how a stdio server's process ended, when the traceback tells.
-
-    The SDK keeps its process object to itself; when a connection fails while its stdio transport is open,
-    the transport's frame (``stdio_client``, local ``process``) is in the traceback, and by then the SDK has
-    waited for the process to end.  Best effort: ``None`` when it cannot be found.
-    """
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        tb = current.__traceback__
-        while tb is not None:
-            frame = tb.tb_frame
-            if frame.f_code.co_name == "stdio_client" and frame.f_globals.get("__name__") == "mcp.client.stdio":
-                code = getattr(frame.f_locals.get("process"), "returncode", None)
-                if isinstance(code, int):
-                    if code >= 0:
-                        return f"exit code {code}"
-                    try:
-                        return f"signal {signal.Signals(-code).name}"
-                    except ValueError:
-                        return f"signal {-code}"
-            tb = tb.tb_next
-        pending.extend(getattr(current, "exceptions", None) or ())
-        pending.extend((current.__cause__, current.__context__))
-    return None
-
-
-def _last_stderr_line(log: Path, start: int) -> str | None:
-    """The last line a server wrote to its log (its stderr) since ``start``, not counting our own lines."""
-    try:
-        with log.open("rb") as f:
-            f.seek(start)
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("mcpeval: ")]
-    if not lines:
-        return None
-    last = lines[-1]
-    return last if len(last) <= 200 else last[:197] + "..."
-
-
-def _is_closed(exc: BaseException) -> bool:
-    """The connection closed under the client (the server exited, or closed its end)."""
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import CONNECTION_CLOSED
-
-    leaf = _first_leaf(exc)
-    return isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED
 
 
 def _expand_env(value: str) -> str:
@@ -308,14 +138,14 @@ class ServerPool:
         try:
             result = self._portal.call(_call_tool, live.client, name, arguments, timeout)
         except Exception as exc:
-            _write_log(live.log, f"the call of `{name}` on the server ({live.label}) failed", exc)
-            if _is_closed(exc):
+            write_log(live.log, f"the call of `{name}` on the server ({live.label}) failed", exc)
+            if is_closed(exc):
                 live.closed = f"it closed the connection during a call of `{name}`"
                 raise ServerError(f"the server ({live.label}) closed the connection during a call of `{name}` (it "
                                   f"exited or crashed); its log: {live.log}") from None
-            raise ServerError(f"the server ({live.label}) failed to answer a call of `{name}`: {_one_line(exc)}; "
+            raise ServerError(f"the server ({live.label}) failed to answer a call of `{name}`: {one_line(exc)}; "
                               f"its log: {live.log}") from None
-        return _tool_result(result)
+        return tool_result_from_mcp(result)
 
     def close(self) -> None:
         """Stop every connection (all at once, within ``STOP_GRACE`` in all); never raises."""
@@ -328,17 +158,17 @@ class ServerPool:
                 try:
                     self._portal.call(live.stop.set)
                 except Exception as exc:  # the portal is gone: nothing left to stop
-                    _write_log(live.log, f"closing the server ({live.label}) failed", exc)
+                    write_log(live.log, f"closing the server ({live.label}) failed", exc)
             deadline = time.monotonic() + STOP_GRACE
             for live in lives:
                 try:
                     live.done.result(timeout=max(0.0, deadline - time.monotonic()))
                 except concurrent.futures.TimeoutError:
                     live.done.cancel()  # or the portal would wait for it forever
-                    _write_log(live.log, f"the server ({live.label}) did not close within "
+                    write_log(live.log, f"the server ({live.label}) did not close within "
                                          f"{STOP_GRACE:g} s; its connection was cancelled")
                 except Exception as exc:  # closing a broken server must not mask the session's result: logged
-                    _write_log(live.log, f"closing the server ({live.label}) failed", exc)
+                    write_log(live.log, f"closing the server ({live.label}) failed", exc)
         self._stack.close()
 
     # -- internals ------------------------------------------------------------------------------
@@ -361,7 +191,7 @@ class ServerPool:
             try:
                 target = import_target(spec.python, [base_dir, root_dir])
             except ServerError as exc:
-                _write_log(log, str(exc), exc.__cause__)
+                write_log(log, str(exc), exc.__cause__)
                 raise ServerError(f"{exc}; its log: {log}") from None
             return self._connect(key, target, spec.describe(), log)
         if spec.command is not None:
@@ -406,19 +236,19 @@ class ServerPool:
             done.cancel()
             message = (f"server ({label}) did not start and list its tools within {self.timeout:g} s "
                        f"({TIMEOUT_OPTION}), nor stop within {STOP_GRACE:g} s more")
-            _write_log(log, message)
+            write_log(log, message)
             raise ServerError(f"{message}; its log: {log}") from None
         except ServerError:
             raise
         except Exception as exc:  # pragma: no cover - _hold reports a ServerError; anything else is a bug, logged
-            _write_log(log, f"could not connect to the server ({label})", exc)
-            raise ServerError(f"could not connect to the server ({label}): {_one_line(exc)}; its log: {log}") from None
+            write_log(log, f"could not connect to the server ({label})", exc)
+            raise ServerError(f"could not connect to the server ({label}): {one_line(exc)}; its log: {log}") from None
         self._live[key] = _Live(client, stop, done, label, log)
         try:
             catalog = catalog_from_mcp(tools)
         except ValueError as exc:
             message = f"server ({label}) published an invalid tool list: {exc}"
-            _write_log(log, message)
+            write_log(log, message)
             raise ServerError(f"{message}; its log: {log}") from None
         self._sessions[id(catalog)] = key  # the catalog stays in self._catalogs: its id is not reused
         return catalog
@@ -426,30 +256,6 @@ class ServerPool:
 
 async def _call_tool(client: Any, name: str, arguments: dict[str, Any], timeout: float) -> Any:
     return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
-
-
-def _content_text(part: Any) -> str:
-    """What a chat message can carry of one content part of a tool result."""
-    kind = getattr(part, "type", "")
-    if kind == "text":
-        return str(part.text)
-    if kind == "resource":
-        resource = part.resource
-        text = getattr(resource, "text", None)
-        return str(text) if text is not None else f"[resource: {resource.uri}]"
-    if kind == "resource_link":
-        return f"[resource link: {part.uri}]"
-    mime = getattr(part, "mime_type", None) or getattr(part, "mimeType", None)
-    return f"[{kind}: {mime}]" if mime else f"[{kind}]"
-
-
-def _tool_result(result: Any) -> ToolResult:
-    from pytest_mcpeval.text import canonical_json
-
-    structured = result.structured_content
-    parts = [_content_text(part) for part in result.content or []]
-    text = "\n".join(parts) if parts else (canonical_json(structured) if structured is not None else "")
-    return ToolResult(bool(result.is_error), text, structured)
 
 
 async def _make_event() -> Any:
@@ -478,9 +284,7 @@ async def _hold(
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    watch = _Watch(log)
-    _WATCH.set(watch)  # this task's context, inherited by the SDK's tasks: their log records go to `log`
-    _divert_sdk_logs()
+    watch = watch_connection(log)  # this task's context, inherited by the SDK's tasks: their log records go to `log`
     stdio = isinstance(target, StdioServerParameters)
     phase = "the MCP handshake"
     timed_out = False
@@ -517,28 +321,28 @@ async def _hold(
         connected = opened.done()  # the tools were reported: the failure came later, while held or closing
         try:
             if connected:
-                _write_log(log, f"the connection to the server ({label}) failed", exc)
+                write_log(log, f"the connection to the server ({label}) failed", exc)
             elif timed_out:
                 what = "complete the MCP handshake" if phase == "the MCP handshake" else "answer `tools/list`"
                 message = f"server ({label}) did not {what} within {timeout:g} s ({TIMEOUT_OPTION})"
-                _write_log(log, message + ("; it was stopped" if stdio else ""))
+                write_log(log, message + ("; it was stopped" if stdio else ""))
                 opened.set_exception(ServerError(f"{message}{watch.details(stdio)}; its log: {log}"))
             else:
-                reason = _one_line(exc)
-                invalid = _invalid_answer(exc)
+                reason = one_line(exc)
+                invalid = invalid_answer(exc)
                 if invalid is not None:
                     reason = f"its answer during {phase} is not valid MCP: {invalid}"
-                elif _is_closed(exc):
-                    how = _exit_status(exc) if stdio else None
+                elif is_closed(exc):
+                    how = exit_status(exc) if stdio else None
                     reason = f"the server closed the connection during {phase}"
                     reason += f" (its process ended with {how})" if how else ""
                 reason += watch.details(stdio)
-                _write_log(log, f"could not connect to the server ({label})", exc)
+                write_log(log, f"could not connect to the server ({label})", exc)
                 message = f"could not connect to the server ({label}): {reason}; its log: {log}"
                 opened.set_exception(ServerError(message))
         finally:
             if not opened.done():  # writing the log failed: the caller must still hear of it
-                opened.set_exception(ServerError(f"could not connect to the server ({label}): {_one_line(exc)}"))
+                opened.set_exception(ServerError(f"could not connect to the server ({label}): {one_line(exc)}"))
         if not isinstance(exc, Exception):
             raise
 

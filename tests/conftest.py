@@ -43,6 +43,8 @@ import pytest_mcpeval.report.terminal
 import pytest_mcpeval.run.runtime
 import pytest_mcpeval.scoring.claims
 import pytest_mcpeval.scoring.flow
+import pytest_mcpeval.server_log
+import pytest_mcpeval.tool_result
 import pytest_mcpeval.servers
 import pytest_mcpeval.session  # noqa: F401
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -131,3 +133,15 @@ cases:
     input: Which note mentions the dentist?
     expect: [{tool: search_notes, args: {query: {regex: "(?i).*dentist.*"}}}]
 """
+
+
+@pytest.fixture
+def two_benchmark_files(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
+    """Two benchmark files of 6 cases (``a0``..``a5``, ``b0``..``b5``, each expecting ``get_me``) and a
+    Python test file of 4 tests: what xdist spreads over its workers."""
+    plain = "import pytest\n\n\n@pytest.mark.parametrize('i', range(4))\ndef test_plain(i):\n    pass\n"
+    files = {"a.mcpeval.yaml": get_me_cases(6, "a"), "b.mcpeval.yaml": get_me_cases(6, "b"), "test_plain.py": plain}
+    make_project(pytester, model_server, files)
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}]})
+    return pytester

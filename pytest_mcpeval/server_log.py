@@ -1,0 +1,198 @@
+"""A server's log, and its failures in one line.
+
+Every server has a log file.  It holds what a stdio server wrote to stderr, every failure of the server with
+its whole traceback (:func:`write_log`; each exception of an exception group), and the MCP SDK's own log
+records about that connection (:func:`watch_connection`: a line a stdio server printed on stdout that is not
+JSON-RPC, ...).  The rest of this module turns such a failure into the one line a :class:`ServerError
+<pytest_mcpeval.servers.ServerError>` says: the first leaf exception (:func:`one_line`), what the SDK found
+invalid in an answer (:func:`invalid_answer`), a connection the server closed (:func:`is_closed`) and how its
+process ended (:func:`exit_status`), and the last line of its stderr (:meth:`Watch.details`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import signal
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+# -- a failure in one line, and the whole of it in the log -------------------------------------------------------
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first exception that is not a group: what a failure of an exception group is said to be."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` of the first leaf of an exception (group), on one line, for a one-line error."""
+    leaf = _first_leaf(exc)
+    text = " ".join(str(leaf).split())
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+def invalid_answer(exc: BaseException) -> str | None:
+    """``tools[1].inputSchema: Input should be ... (got 'query: string')`` when the SDK rejected what the server
+    sent (a pydantic ``ValidationError``), else None."""
+    from pydantic import ValidationError
+
+    leaf = _first_leaf(exc)
+    if not isinstance(leaf, ValidationError):
+        return None
+    parts = []
+    for error in leaf.errors()[:3]:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+        got = repr(error.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        parts.append(f"{where}: {error['msg']} (got {got})")
+    more = leaf.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def write_log(log: Path, headline: str, exc: BaseException | None = None) -> None:
+    """Append ``mcpeval: HEADLINE`` and the whole traceback of ``exc`` (every exception of a group) to a log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"mcpeval: {headline}\n")
+        if exc is not None:
+            out.write("".join(traceback.format_exception(exc)))
+
+
+# -- the SDK's log records about a connection go to that server's log --------------------------------------------
+
+@dataclass
+class Watch:
+    """What is known of one connection while it opens: its log, where the server's stderr starts in it, and
+    how many errors the MCP SDK logged about it (lines a stdio server printed on stdout that are not JSON-RPC)."""
+
+    log: Path
+    stderr_start: int = 0
+    sdk_errors: int = 0
+
+    def details(self, stdio: bool) -> str:
+        """``; the last line of its stderr: ...`` and the SDK's errors, for a message about a failed start."""
+        out = ""
+        if self.sdk_errors:
+            noun = "error" if self.sdk_errors == 1 else "errors"
+            out += f"; the MCP SDK logged {self.sdk_errors} {noun} about it (in its log)"
+        if stdio:
+            last = _last_stderr_line(self.log, self.stderr_start)
+            out += f"; the last line of its stderr: {last}" if last else "; it wrote nothing to stderr"
+        return out
+
+
+_WATCH: contextvars.ContextVar[Watch | None] = contextvars.ContextVar("mcpeval_server_watch", default=None)
+"""The connection the current task serves (the SDK's tasks inherit it from the task that opens it)."""
+
+
+class _ToServerLog(logging.Filter):
+    """Diverts the records an MCP SDK logger makes while serving one of our connections to that server's log.
+
+    Such a record (``Failed to parse JSONRPC message from server``, ...) is about the user's server, so it
+    belongs with the server's stderr and failures, not in pytest's output (where pytest would show it, with a
+    traceback, under an unrelated item).  Records made anywhere else pass through unchanged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        watch = _WATCH.get()
+        if watch is None:
+            return True
+        detail = ""
+        if record.exc_info and record.exc_info[1] is not None:
+            detail = ": " + one_line(record.exc_info[1])
+        try:
+            write_log(watch.log, f"{record.name}: {record.levelname}: {record.getMessage()}{detail}")
+        except OSError:
+            return True
+        if record.levelno >= logging.ERROR:
+            watch.sdk_errors += 1
+        return False
+
+
+_DIVERT = _ToServerLog()
+
+
+def _divert_sdk_logs() -> None:
+    """Put :data:`_DIVERT` on every logger of the MCP SDK (``mcp.*``, and ``client`` of its session module).
+
+    A logger's filters apply only to the records made on it, so each gets one; called after the SDK's modules
+    are imported (their loggers exist from then on), and idempotent.
+    """
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        sdk = name == "mcp" or name.startswith("mcp.") or name == "client"
+        if sdk and isinstance(logger, logging.Logger) and _DIVERT not in logger.filters:
+            logger.addFilter(_DIVERT)
+
+
+def watch_connection(log: Path) -> Watch:
+    """Start watching the connection the calling task opens, whose server writes to ``log``.
+
+    The watch is set in the task's context, which the SDK's tasks inherit: from then on the SDK's log records
+    about this connection go to ``log`` (and its errors are counted) instead of pytest's output.
+    """
+    watch = Watch(log)
+    _WATCH.set(watch)
+    _divert_sdk_logs()
+    return watch
+
+
+# -- how a stdio server ended ----------------------------------------------------------------------------------
+
+
+def exit_status(exc: BaseException) -> str | None:
+    """``exit code 3`` / ``signal SIGKILL``: how a stdio server's process ended, when the traceback tells.
+
+    The SDK keeps its process object to itself; when a connection fails while its stdio transport is open,
+    the transport's frame (``stdio_client``, local ``process``) is in the traceback, and by then the SDK has
+    waited for the process to end.  Best effort: ``None`` when it cannot be found.
+    """
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        tb = current.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_name == "stdio_client" and frame.f_globals.get("__name__") == "mcp.client.stdio":
+                code = getattr(frame.f_locals.get("process"), "returncode", None)
+                if isinstance(code, int):
+                    if code >= 0:
+                        return f"exit code {code}"
+                    try:
+                        return f"signal {signal.Signals(-code).name}"
+                    except ValueError:
+                        return f"signal {-code}"
+            tb = tb.tb_next
+        pending.extend(getattr(current, "exceptions", None) or ())
+        pending.extend((current.__cause__, current.__context__))
+    return None
+
+
+def _last_stderr_line(log: Path, start: int) -> str | None:
+    """The last line a server wrote to its log (its stderr) since ``start``, not counting our own lines."""
+    try:
+        with log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("mcpeval: ")]
+    if not lines:
+        return None
+    last = lines[-1]
+    return last if len(last) <= 200 else last[:197] + "..."
+
+
+def is_closed(exc: BaseException) -> bool:
+    """The connection closed under the client (the server exited, or closed its end)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    leaf = _first_leaf(exc)
+    return isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED
