@@ -28,25 +28,6 @@ import sklearn.feature_extraction.text
 import sklearn.metrics  # noqa: F401
 import yaml  # noqa: F401
 
-import pytest_mcpeval.benchmark.tools_file
-import pytest_mcpeval.checks.confusable
-import pytest_mcpeval.checks.items
-import pytest_mcpeval.checks.lint
-import pytest_mcpeval.checks.listing
-import pytest_mcpeval.collect
-import pytest_mcpeval.gate.compare
-import pytest_mcpeval.models.judge
-import pytest_mcpeval.models.litellm_client
-import pytest_mcpeval.report.markdown
-import pytest_mcpeval.report.model
-import pytest_mcpeval.report.terminal
-import pytest_mcpeval.run.runtime
-import pytest_mcpeval.scoring.claims
-import pytest_mcpeval.scoring.flow
-import pytest_mcpeval.server_log
-import pytest_mcpeval.tool_result
-import pytest_mcpeval.servers
-import pytest_mcpeval.session  # noqa: F401
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
