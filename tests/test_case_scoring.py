@@ -9,6 +9,7 @@ import pytest
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.scoring.case import NONE, Expectation, check_arguments, diagnose, parse_call, score_case
+from pytest_mcpeval.scoring.flow import FLOW_DIAGNOSES
 from pytest_mcpeval.scoring.matchers import compile_args
 
 CATALOG = Catalog(
@@ -71,7 +72,7 @@ def test_optional_argument_may_be_absent_or_match() -> None:
         assert score_case([LIST], [c], CATALOG)["passed"] is True
     bad = score_case([LIST], [call("list_issues", {"owner": "octo", "repo": "hello", "state": "closed"})], CATALOG)
     assert bad["passed"] is False
-    assert bad["diagnosis"] == "wrong_arguments"
+    assert bad["diagnosis"] == "wrong_argument_value"
     assert bad["arguments"]["mismatched"] == [
         {"name": "state", "expected": {"any_of": ["open", "OPEN"], "optional": True}, "got": "closed"}
     ]
@@ -144,7 +145,7 @@ def test_parse_call_maps_api_name_back() -> None:
 def test_hallucinated_argument() -> None:
     result = score_case([SEARCH], [call("search_issues", {"query": "memory leak", "labels": ["bug"]})], CATALOG)
     assert result["correct"] is True and result["passed"] is False
-    assert result["diagnosis"] == "wrong_arguments"
+    assert result["diagnosis"] == "hallucinated_argument"
     args = result["arguments"]
     assert args["hallucination"] is True and args["hallucinated"] == ["labels"]
     assert args["unexpected"] == ["labels"]
@@ -164,7 +165,7 @@ def test_missing_required() -> None:
     args = result["arguments"]
     assert args["missing_required"] == ["repo"] and args["all_required"] is False
     assert args["exact"] is True
-    assert (result["passed"], result["diagnosis"]) == (False, "wrong_arguments")
+    assert (result["passed"], result["diagnosis"]) == (False, "missing_required_argument")
 
 
 def test_missing_expected() -> None:
@@ -172,7 +173,8 @@ def test_missing_expected() -> None:
     args = result["arguments"]
     assert args["missing_expected"] == ["repo"] and args["missing_required"] == ["repo"]
     assert args["all_expected"] is False and args["exact"] is False
-    assert result["diagnosis"] == "wrong_arguments"
+    # repo is also required, and a missing required argument comes before a wrong value
+    assert result["diagnosis"] == "missing_required_argument"
 
 
 def test_args_omitted_in_expectation_still_checks_schema() -> None:
@@ -183,10 +185,10 @@ def test_args_omitted_in_expectation_still_checks_schema() -> None:
     assert ok["expected"] == [{"tool": "list_issues"}]
     missing = score_case([e], [call("list_issues", {"owner": "o"})], CATALOG)
     assert missing["arguments"]["missing_required"] == ["repo"] and missing["arguments"]["exact"] is None
-    assert (missing["passed"], missing["diagnosis"]) == (False, "wrong_arguments")
+    assert (missing["passed"], missing["diagnosis"]) == (False, "missing_required_argument")
     halluc = score_case([e], [call("list_issues", {"owner": "o", "repo": "r", "sort": "new"})], CATALOG)
     assert halluc["arguments"]["hallucinated"] == ["sort"] and halluc["arguments"]["unexpected"] == []
-    assert (halluc["passed"], halluc["diagnosis"]) == (False, "wrong_arguments")
+    assert (halluc["passed"], halluc["diagnosis"]) == (False, "hallucinated_argument")
 
 
 def test_tool_without_properties_hallucinates_every_arg() -> None:
@@ -202,7 +204,7 @@ def test_extra_args(extra_args: str, passed: bool, unexpected: list[str]) -> Non
     assert result["passed"] is passed
     assert result["arguments"]["unexpected"] == unexpected
     assert result["arguments"]["hallucination"] is False
-    assert result["diagnosis"] == (None if passed else "wrong_arguments")
+    assert result["diagnosis"] == (None if passed else "wrong_argument_value")
 
 
 def test_two_expected_calls_matched_order_independently() -> None:
@@ -220,7 +222,8 @@ def test_same_call_cannot_satisfy_two_expectations() -> None:
     expects = [exp("search_issues", {"query": {"regex": "a.*"}}), exp("search_issues", {"query": "ab"})]
     calls = [call("search_issues", {"query": "ab"}), call("search_issues", {"query": "zz"})]
     result = score_case(expects, calls, CATALOG)
-    assert result["passed"] is False and result["diagnosis"] == "wrong_arguments"
+    # "ab" fits both expectations, "zz" neither: no argument fault but a value
+    assert result["passed"] is False and result["diagnosis"] == "wrong_argument_value"
     # backtracking: "ab" must go to the exact expectation, "axe" to the regex one
     calls = [call("search_issues", {"query": "ab"}), call("search_issues", {"query": "axe"})]
     assert score_case(expects, calls, CATALOG)["passed"] is True
@@ -246,10 +249,10 @@ def test_extra_calls() -> None:
     assert result["diagnosis"] == "extra_calls"
 
 
-def test_missing_calls() -> None:
+def test_premature_stop() -> None:
     expects = [exp("search_issues", {"query": "a"}), exp("search_issues", {"query": "b"})]
     result = score_case(expects, [call("search_issues", {"query": "a"})], CATALOG)
-    assert (result["passed"], result["diagnosis"]) == (False, "missing_calls")
+    assert (result["passed"], result["diagnosis"]) == (False, "premature_stop")
 
 
 def test_check_arguments_direct() -> None:
@@ -259,17 +262,47 @@ def test_check_arguments_direct() -> None:
     assert out["hallucinated"] == ["x"] and out["unexpected"] == ["x"] and out["exact"] is False
 
 
+A, B, ME = exp("search_issues", {"query": "a"}), exp("search_issues", {"query": "b"}), exp("get_me", {})
+CALL_A = call("search_issues", {"query": "a"})
+
+
 @pytest.mark.parametrize(
-    ("args", "n_calls", "passed", "diagnosis"),
+    ("expects", "calls", "diagnosis"),
     [
-        (None, 1, True, None),
-        ({"malformed": "bad", "hallucination": False, "all_required": False, "exact": None}, 1, False,
-         "malformed_call"),
-        ({"malformed": None, "hallucination": False, "all_required": True, "exact": None}, 2, False, "extra_calls"),
-        ({"malformed": None, "hallucination": False, "all_required": True, "exact": True}, 1, False,
-         "wrong_arguments"),
+        pytest.param([], [call("get_me", {})], "tool_use_not_expected", id="tool_use_not_expected"),
+        pytest.param([A], [], "no_tool_use", id="no_tool_use"),
+        pytest.param([A], [call("get_me", {})], "wrong_tool", id="wrong_tool"),
+        pytest.param([A], [call("search_issues", '{"query"')], "malformed_call", id="malformed_call"),
+        pytest.param([A], [call("search_issues", {"query": "a", "labels": []})], "hallucinated_argument",
+                     id="hallucinated_argument"),
+        pytest.param([A], [call("search_issues", {"owner": "o"})], "missing_required_argument",
+                     id="missing_required_argument"),
+        pytest.param([A], [call("search_issues", {"query": "z"})], "wrong_argument_value", id="wrong_argument_value"),
+        # the first call's argument fault comes before the count of calls
+        pytest.param([A, B], [call("search_issues", {"query": "z"})], "wrong_argument_value", id="first-call-first"),
+        pytest.param([A], [CALL_A, CALL_A], "extra_calls", id="extra_calls"),
+        pytest.param([A, B], [CALL_A], "premature_stop", id="premature_stop"),
+        pytest.param([A, ME], [CALL_A, call("search_issues", {"query": "b"})], "wrong_tool", id="tool-sets-differ"),
+        # fallback: first call right, as many calls as expected, same tools, no one-to-one pairing
+        pytest.param([A, B], [CALL_A, call("search_issues", '{"query"')], "malformed_call", id="pairing-malformed"),
+        pytest.param([A, B], [CALL_A, call("search_issues", {"query": "b", "labels": []})], "hallucinated_argument",
+                     id="pairing-hallucinated"),
+        pytest.param([A, B], [CALL_A, call("search_issues", {"owner": "o"})], "missing_required_argument",
+                     id="pairing-missing-required"),
+        pytest.param([A, B], [CALL_A, call("search_issues", {"query": "z"})], "wrong_argument_value",
+                     id="pairing-value"),
+        pytest.param([A, B], [CALL_A, CALL_A], "wrong_argument_value", id="pairing-both-fit-one"),
+        # the worst fault among the calls: hallucinated (get_me has no properties) before missing required
+        pytest.param([A, B, ME], [CALL_A, call("search_issues", {"owner": "o"}), call("get_me", {"x": 1})],
+                     "hallucinated_argument", id="pairing-worst"),
     ],
 )
-def test_diagnose(args: dict[str, Any] | None, n_calls: int, passed: bool, diagnosis: str | None) -> None:
-    calls = [{"tool": "t", "args": {}}] * n_calls
-    assert diagnose("t", "t", ["t"], calls, args, passed) == diagnosis
+def test_diagnose(expects: list[Expectation], calls: list[dict[str, Any]], diagnosis: str) -> None:
+    result = score_case(expects, calls, CATALOG)
+    assert (result["passed"], result["diagnosis"]) == (False, diagnosis)
+    # one taxonomy: every single-call diagnosis is one of the flows' modes
+    assert diagnosis in FLOW_DIAGNOSES
+
+
+def test_diagnose_passed_is_none() -> None:
+    assert diagnose([A], [CALL_A], check_arguments(A, CALL_A, CATALOG), True, CATALOG) is None

@@ -253,7 +253,8 @@ def test_argument_rates() -> None:
     assert (srch["evaluated"], srch["exact_match_rate"], srch["all_expected_rate"]) == (2, None, None)
     assert srch["all_required_rate"] == 0.5
     assert m["tools"][NONE]["arguments"] == argument_rates([])
-    assert m["diagnoses"] == {"malformed_call": 1, "wrong_arguments": 2, "wrong_tool": 1}
+    assert m["diagnoses"] == {"hallucinated_argument": 1, "malformed_call": 1, "missing_required_argument": 1,
+                              "wrong_tool": 1}
     assert m["pass_rate"] == 3 / 7
 
 

@@ -168,7 +168,7 @@ def test_markdown_escapes_what_it_did_not_write() -> None:
 
 
 def test_ignored_arguments_are_not_shown_in_a_miss() -> None:
-    case = {"file": "f", "line": 3, "id": "c", "model": "m", "diagnosis": "wrong_arguments",
+    case = {"file": "f", "line": 3, "id": "c", "model": "m", "diagnosis": "wrong_argument_value",
             "expected": [{"tool": "t", "args": {"a": 1, "b": {"ignore": True},
                                                 "c": {"ignore": True, "optional": True}}}],
             "called": [{"tool": "t", "args": {"a": 2, "b": 5}}], "arguments": None}

@@ -117,6 +117,10 @@ def call_ok(expect: Expectation, call: CalledTool, catalog: Catalog) -> bool:
     return call["tool"] == expect.tool and arguments_ok(check_arguments(expect, call, catalog))
 
 
+# The argument faults, worst first: the order :func:`argument_fault` tries them in
+ARGUMENT_FAULTS = ("malformed_call", "hallucinated_argument", "missing_required_argument", "wrong_argument_value")
+
+
 def argument_fault(check: ArgumentCheck) -> str | None:
     """The first argument failure of a call of the right tool, in this order: ``malformed_call``,
     ``hallucinated_argument``, ``missing_required_argument``, ``wrong_argument_value`` (an expected argument
@@ -181,30 +185,46 @@ def _one_to_one(expects: list[Expectation], calls: list[CalledTool], catalog: Ca
     return None not in max_matching(ok)
 
 
-def diagnose(expected_label: str, called_label: str, expected_tools: list[str], calls: list[CalledTool],
-             arguments: ArgumentCheck | None, passed: bool) -> str | None:
-    """The primary failure mode (names follow MCP-Atlas's tool-call taxonomy where one exists)."""
+def pairing_fault(expects: list[Expectation], calls: list[CalledTool], catalog: Catalog) -> str:
+    """The argument fault of calls that cannot be paired one-to-one with the expectations although their tools
+    match: each call's best pairing is the mildest :func:`argument_fault` over the expectations of its tool; the
+    result is the worst of those, or ``wrong_argument_value`` when every call fits some expectation (two calls
+    fit the same one, so another expectation's values were never given).  Malformed, hallucinated and missing
+    required arguments depend only on the call and its tool's schema, so this is also the worst fault of any
+    one-to-one pairing chosen to make its worst fault as mild as possible."""
+    worst = len(ARGUMENT_FAULTS) - 1  # wrong_argument_value
+    for call in calls:
+        faults = [argument_fault(check_arguments(e, call, catalog)) for e in expects if e.tool == call["tool"]]
+        # rank = position in ARGUMENT_FAULTS (0 is the worst); a pairing without a fault ranks after them all
+        ranks = [len(ARGUMENT_FAULTS) if f is None else ARGUMENT_FAULTS.index(f) for f in faults]
+        if ranks:
+            worst = min(worst, max(ranks))
+    return ARGUMENT_FAULTS[worst]
+
+
+def diagnose(expects: list[Expectation], calls: list[CalledTool], arguments: ArgumentCheck | None, passed: bool,
+             catalog: Catalog) -> str | None:
+    """The primary failure mode, the first rule that applies (docs/metrics.md#diagnoses); the names are the
+    ones flows use, so a model's ``diagnoses`` count one taxonomy over both families."""
     if passed:
         return None
-    n_expected = len(expected_tools)
+    expected_label = expects[0].tool if expects else NONE
+    called_label = calls[0]["tool"] if calls else NONE
     if expected_label == NONE:
         return "tool_use_not_expected"
     if called_label == NONE:
         return "no_tool_use"
     if expected_label != called_label:
         return "wrong_tool"
-    if arguments is not None:
-        if arguments["malformed"]:
-            return "malformed_call"
-        if arguments["hallucination"] or not arguments["all_required"] or arguments["exact"] is False:
-            return "wrong_arguments"
-    if len(calls) > n_expected:
+    if arguments is not None and (fault := argument_fault(arguments)):
+        return fault
+    if len(calls) > len(expects):
         return "extra_calls"
-    if len(calls) < n_expected:
-        return "missing_calls"
-    if sorted(c["tool"] for c in calls) != sorted(expected_tools):
+    if len(calls) < len(expects):
+        return "premature_stop"  # answered before making every expected call
+    if sorted(c["tool"] for c in calls) != sorted(e.tool for e in expects):
         return "wrong_tool"
-    return "wrong_arguments"
+    return pairing_fault(expects, calls, catalog)
 
 
 def score_case(expects: list[Expectation], calls: list[CalledTool], catalog: Catalog,
@@ -229,5 +249,5 @@ def score_case(expects: list[Expectation], calls: list[CalledTool], catalog: Cat
         "correct": correct,
         "passed": passed,
         "arguments": arguments,
-        "diagnosis": diagnose(expected_label, called_label, [e.tool for e in expects], calls, arguments, passed),
+        "diagnosis": diagnose(expects, calls, arguments, passed, catalog),
     }

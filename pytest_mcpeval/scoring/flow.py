@@ -44,6 +44,7 @@ from pytest_mcpeval.report.types import (
     TrajectoryTurn,
 )
 from pytest_mcpeval.scoring.case import (
+    ARGUMENT_FAULTS,
     NONE,
     Expectation,
     argument_fault,
@@ -294,7 +295,6 @@ def score_flow(expects: list[Expectation], order: OrderMode, forbid: list[str], 
 
 # ---------------------------------------------------------------------------------------------- diagnosis
 
-ARGUMENT_FAULTS = ("malformed_call", "hallucinated_argument", "missing_required_argument", "wrong_argument_value")
 
 # The order in which diagnose_flow tries them (docs/metrics.md#diagnoses-of-flows)
 FLOW_DIAGNOSES = ("forbidden_tool", "tool_use_not_expected", "no_tool_use", "failed_error_recovery", "wrong_tool",
