@@ -6,8 +6,10 @@ the point) against real components: the model is a local HTTP server reached thr
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,14 @@ import sklearn.feature_extraction.text
 import sklearn.metrics  # noqa: F401
 import yaml  # noqa: F401
 
+import pytest_mcpeval
 from pytest_mcpeval.testing import ScriptedModelServer
+
+# every module of the plugin, walked rather than listed, so that a new module cannot be forgotten (a module
+# first imported inside an in-process run is imported again by the next one: two classes of the same name,
+# and an `except ServerError` that no longer catches the ServerError raised)
+for _module in pkgutil.walk_packages(pytest_mcpeval.__path__, "pytest_mcpeval."):
+    importlib.import_module(_module.name)
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -116,20 +117,25 @@ def test_ctrl_c_exits_at_once_keeps_what_was_paid_for_and_never_passes(project: 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--mcp-models=fake", "--mcp-concurrency=40",
-         "--mcp-report=report.json", "--mcp-save-baseline=baseline.json", "--mcp-min-accuracy=0.5", "-q",
+         "--mcp-report=report.json", "--mcp-save-baseline=baseline.json", "--mcp-min-accuracy=0.5", "-v",
          *xdist_args],
         cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)
+    reader.start()
     cache = project.path / ".mcpeval" / "cache"
-    deadline = time.monotonic() + 60
-    while len(list(cache.rglob("*.json"))) < 10 or len(model_server.requests) < 40:
-        assert time.monotonic() < deadline, "the run did not get its calls going"
-        assert process.poll() is None, process.communicate()[0]
+    deadline = time.monotonic() + 90
+    # the first 10 items have passed (reported to the controller under xdist); the 11th waits for its call
+    while sum("PASSED" in line for line in list(lines)) < 10 or len(model_server.requests) < 40:
+        assert time.monotonic() < deadline, "the run did not get its calls going:\n" + "".join(lines)
+        assert process.poll() is None, "".join(lines)
         time.sleep(0.1)
-    time.sleep(0.5)  # the first 10 items have passed; the 11th waits for its call
     signalled = time.monotonic()
     process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
+    process.wait(timeout=60)
     exited = time.monotonic() - signalled
+    reader.join(timeout=10)
+    output = "".join(lines)
     print(output[-3000:])
     print(f"exited {exited:.1f} s after SIGINT")
     # measured: 2.5 s without xdist, 4-9 s with -n 2 (the workers stop too) on a loaded machine; the calls in
