@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.benchmark.loader import Benchmark, BenchmarkError, Problem, load, unknown_tools
+from pytest_mcpeval.benchmark.loader import (
+    Benchmark,
+    BenchmarkError,
+    Problem,
+    load,
+    unknown_tools,
+    unknown_when_arguments,
+)
 from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
@@ -113,7 +120,7 @@ class BenchmarkFileNode(pytest.File):
             where = f"cases[{i}] (`{case.id}`)"
             for j, message in missing_tools(ref.expectations(), catalog):
                 problems.append(Problem(bench.line_of(("cases", i, "expect", j, "tool")) or ref.line, where, message))
-            for loc, message in unknown_tools(case, catalog.names):
+            for loc, message in (*unknown_tools(case, catalog.names), *unknown_when_arguments(case, catalog)):
                 problems.append(Problem(bench.line_of(("cases", i, *loc)) or ref.line, where, message))
         if problems:
             raise self.CollectError(str(BenchmarkError.of(self._shown_path, problems)))

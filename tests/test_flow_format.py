@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import GITHUB_TOOLS, make_project, run
 
-from pytest_mcpeval.benchmark.loader import BenchmarkError, load, unknown_mock_tools, unknown_tools
+from pytest_mcpeval.benchmark.loader import (
+    BenchmarkError,
+    load,
+    unknown_mock_tools,
+    unknown_tools,
+    unknown_when_arguments,
+)
 from pytest_mcpeval.benchmark.schema import keys_at
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS
@@ -359,9 +365,27 @@ def test_unknown_tools_against_a_catalog(tmp_path: Path) -> None:
         (("forbid", 0),
          "forbidden tool `delete_repo` is not published by the server; did you mean `delete_repository`?"),
     ]
-    assert unknown_mock_tools(case, catalog) == [
-        "mocked tool `issue_reed` is not published by the server; did you mean `issue_read`?"
+    assert unknown_mock_tools(case, catalog) == [  # a live server's check: mocks and forbid alike
+        "mocked tool `issue_reed` is not published by the server; did you mean `issue_read`?",
+        "forbidden tool `delete_repo` is not published by the server; did you mean `delete_repository`?",
     ]
+
+
+def test_a_when_naming_an_argument_the_tool_does_not_take(tmp_path: Path) -> None:
+    """Such a mock can never match: every call would go unanswered, silently."""
+    text = HEAD + CASE + ("    expect: []\n    mocks:\n      issue_read:\n"
+                          "        - {when: {issue_numbr: 42, method: get}, result: {text: x}}\n"
+                          "        - {result: {text: y}}\n      get_me: [{when: {anything: 1}, result: {text: x}}]\n")
+    case = load(write(tmp_path, text)).spec.cases[0]
+    catalog = Catalog([
+        {"name": "issue_read", "inputSchema": {"type": "object", "properties": {"issue_number": {}, "method": {}}}},
+        {"name": "get_me", "inputSchema": {"type": "object"}},  # no properties: nothing to check against
+    ])
+    assert unknown_when_arguments(case, catalog) == [(
+        ("mocks", "issue_read", 0, "when", "issue_numbr"),
+        "`when` of a mock of `issue_read` names the argument `issue_numbr`, which `issue_read` does not take; "
+        "did you mean `issue_number`?")]
+    assert unknown_mock_tools(case, catalog) == [unknown_when_arguments(case, catalog)[0][1]]
 
 
 def collect(pytester: pytest.Pytester, server: ScriptedModelServer, files: dict[str, str], *args: str,
@@ -382,7 +406,8 @@ def test_static_catalog_problems_are_all_said_at_collection(pytester: pytest.Pyt
         + "    forbid: [delete_repo]\n"                              # 6
         + "    mocks:\n"
         + "      issue_reed: [{result: {text: x}}]\n"                # 8
-        + "  - {id: two, input: hi, expect: [], forbid: [get_me]}\n"  # 9: fine
+        + "      issue_read: [{when: {issue_numbr: 1}, result: {text: x}}]\n"  # 9
+        + "  - {id: two, input: hi, expect: [], forbid: [get_me]}\n"  # 10: fine
     )
     result = collect(pytester, model_server, {"bench.mcpeval.yaml": text}, "--mcp-models=fake")
     result.stdout.fnmatch_lines([
@@ -394,6 +419,9 @@ def test_static_catalog_problems_are_all_said_at_collection(pytester: pytest.Pyt
         "bench.mcpeval.yaml:8: cases[[]0[]] (`one`): mocked tool `issue_reed` is not published by the server;"
         " did you mean `issue_read`?",
     ])
+    result.stdout.fnmatch_lines(["bench.mcpeval.yaml:9: cases[[]0[]] (`one`): `when` of a mock of `issue_read` names "
+                                 "the argument `issue_numbr`, which `issue_read` does not take; did you mean "
+                                 "`issue_number`?"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert model_server.requests == []
 

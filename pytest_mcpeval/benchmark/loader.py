@@ -479,7 +479,25 @@ def unknown_tools(case: Case, names: Collection[str]) -> list[tuple[Loc, str]]:
     return found
 
 
+def unknown_when_arguments(case: Case, catalog: Catalog) -> list[tuple[Loc, str]]:
+    """The arguments a mock's ``when`` names that its tool's schema does not define (such a mock can never
+    match: every call would go unanswered), each as ``(place in the case, message with a did-you-mean)``.
+    Tools whose schema defines no properties are not checked."""
+    found: list[tuple[Loc, str]] = []
+    for tool, mocks in case.mocks.items():
+        props = catalog.properties(tool) if tool in catalog.by_name else set()
+        for k, mock in enumerate(mocks):
+            for name in (mock.when or {}) if props else ():
+                if name not in props:
+                    found.append((("mocks", tool, k, "when", name),
+                                  f"`when` of a mock of `{tool}` names the argument `{name}`, which `{tool}` does not "
+                                  f"take{did_you_mean(name, props)}"))
+    return found
+
+
 def unknown_mock_tools(case: Case, catalog: Catalog) -> list[str]:
-    """One message per tool ``case`` mocks that ``catalog`` does not publish (with a did-you-mean), e.g.
-    ``mocked tool `issue_reed` is not published by the server; did you mean `issue_read`?``; ``[]`` when all are."""
-    return [message for loc, message in unknown_tools(case, catalog.names) if loc[0] == "mocks"]
+    """For a live server, whose tools are known only at run time: one message per tool ``case`` mocks or forbids
+    that ``catalog`` does not publish and per ``when`` argument its tool does not take (with a did-you-mean),
+    e.g. ``mocked tool `issue_reed` is not published by the server; did you mean `issue_read`?``; ``[]`` when
+    there is none."""
+    return [message for _, message in (*unknown_tools(case, catalog.names), *unknown_when_arguments(case, catalog))]
