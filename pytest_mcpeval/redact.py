@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 MASK = "REDACTED"  # no Markdown or HTML meaning: it is also applied to rendered Markdown
 MIN_SECRET = 8
 SECRET_NAME = re.compile(
-    r"(api_?key|apikey|(^|_)key($|_)|token|secret|passw|pwd|(^|_)auth|authorization|credential|cookie|session"
-    r"|signature|(^|_)sig($|_)|private|bearer|(^|_)pat($|_)|headers?($|_))",
+    r"(api_?key|apikey|(^|_)key($|_)|token|secret|passw|passphrase|(^|_)pass($|_)|pwd|(^|_)auth|authorization"
+    r"|credential|cookie|session|signature|(^|_)sig($|_)|private|bearer|(^|_)pat($|_)|headers?($|_)|dsn|(^|_)pem$"
+    r"|(^|_)cert($|_))",
     re.IGNORECASE,
 )
 _SHAPES = [
@@ -36,6 +37,9 @@ _SHAPES = [
     (re.compile(r"\b(sk-(?:proj-|ant-)?|ghp_|gho_|ghs_|ghu_|github_pat_|xox[abprs]-|glpat-|hf_)[A-Za-z0-9_-]{12,}"),
      rf"\1{MASK}"),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), MASK),
+    (re.compile(r"\b([rsp]k_(?:live|test)_)[A-Za-z0-9]{8,}"), rf"\1{MASK}"),  # Stripe
+    # a key as the user part of a URL (a Sentry-style DSN: https://<key>@host/1)
+    (re.compile(r"(?i)\b(https?://)[A-Za-z0-9]{16,}@"), rf"\1{MASK}@"),
 ]
 # environment variables whose names look secret but hold none (the working directory, sockets, sessions)
 NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER", "DBUS_SESSION_BUS_ADDRESS",
@@ -106,10 +110,26 @@ class Redactor:
     def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value) if value else value
-        if isinstance(value, dict):
-            return {k: self._walk(v) for k, v in value.items()}
+        if isinstance(value, dict):  # keys too: a model may put a secret in an argument's name
+            return {(self.text(k) if isinstance(k, str) else k): self._walk(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self._walk(v) for v in value]
         if isinstance(value, tuple):
             return tuple(self._walk(v) for v in value)
         return value
+
+
+_current = Redactor()
+
+
+def use(redactor: Redactor) -> Redactor:
+    """Make ``redactor`` this process's (Settings does it at configure): for code that cuts text it got
+    from elsewhere (a server's stderr), which must mask before it cuts, or a cut secret escapes the mask."""
+    global _current
+    _current = redactor
+    return redactor
+
+
+def masked(text: str) -> str:
+    """``text`` through this process's redactor (see :func:`use`)."""
+    return _current.text(text)

@@ -185,7 +185,9 @@ def _last_stderr_line(log: Path, start: int) -> str | None:
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("mcpeval: ")]
     if not lines:
         return None
-    last = lines[-1]
+    from pytest_mcpeval.redact import masked
+
+    last = masked(lines[-1])  # before the cut: a cut secret would escape the mask
     return last if len(last) <= 200 else last[:197] + "..."
 
 

@@ -8,6 +8,7 @@ status is set in a ``tryfirst`` ``pytest_sessionfinish`` and printing happens in
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,8 +38,16 @@ class EvalSession:
         self.reported: set[str] = set()  # node ids whose results arrived
         self.skipped: set[str] = set()
         self.failures: dict[str, str] = {}  # node id -> failure text of an item that sent no results
+        self.collect_errors: list[str] = []  # benchmark files that could not be collected: their cases are missing
         self.notes: list[str] = []  # said at the end of the summary
         self.write_errors: list[str] = []
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        from pytest_mcpeval.settings import FILE_SUFFIXES
+
+        path = report.nodeid.partition("::")[0]
+        if report.failed and path.endswith(FILE_SUFFIXES) and path not in self.collect_errors:
+            self.collect_errors.append(path)  # on the xdist controller too: workers send their collect reports
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from pytest_mcpeval.keys import CASE_KEY
@@ -102,8 +111,8 @@ class EvalSession:
             return  # nothing was meant to run, or nothing could: no report, no gate
         stopped = self.stopped(session, exitstatus)
         missing = self.missing_results(stopped, settings.repeat)
-        if (not self.results and not missing and settings.report_path is None and not settings.thresholds
-                and not self.lint):
+        if (not self.results and not missing and not self.collect_errors and settings.report_path is None
+                and not settings.thresholds and not self.lint):
             return
         from pytest_mcpeval.gate.thresholds import catalog_failures, check_names, evaluate
         from pytest_mcpeval.report.model import build_report, lint_section
@@ -123,7 +132,7 @@ class EvalSession:
             failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
                         for t in settings.thresholds if t.source.startswith("--") and not results]
         failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
-        failures += self.completeness_failures(report["cases"], stopped)
+        failures += self.completeness_failures(report["cases"], stopped, self.collect_errors)
         report["gate"] = {
             "passed": False,
             "failures": failures,
@@ -132,6 +141,8 @@ class EvalSession:
         }
         report["run"] = {"models": {name: self.model_run(name, settings) for name in sorted(models_run)},
                          "interrupted": stopped is not None}
+        if self.collect_errors:
+            report["run"]["collect_errors"] = list(self.collect_errors)
         if stopped is not None:
             report["run"]["stopped"] = stopped
         markdown = None
@@ -141,12 +152,13 @@ class EvalSession:
         report["gate"]["passed"] = not failures and not self.usage_errors
         report = settings.redactor.data(report)  # nothing below writes or prints a secret
         if settings.save_baseline is not None and self.results:
-            if stopped is None:
+            if stopped is None and not self.collect_errors:
                 from pytest_mcpeval.gate.baseline import make_baseline
 
                 self.write(make_baseline(report), settings.save_baseline, "--mcp-save-baseline", report)
             else:
-                self.notes.append(f"baseline not written to {settings.save_baseline}: the run did not finish")
+                why = "the run did not finish" if stopped else "a benchmark file could not be collected"
+                self.notes.append(f"baseline not written to {settings.save_baseline}: {why}")
         if markdown is None and settings.markdown_path is not None:  # the run's own summary
             from pytest_mcpeval.report.markdown import summary
 
@@ -154,7 +166,12 @@ class EvalSession:
         if markdown is not None:
             self.write_markdown(settings.redactor.text(markdown), settings, report)
         self.report = report
-        self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
+        try:
+            self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
+        except Exception as exc:  # a user's hook: the report is still written, the gate fails with one line
+            message = f"a pytest_mcpeval_report hook raised {type(exc).__name__}: {exc}"
+            report["gate"]["failures"].append(settings.redactor.text(message))
+            report["gate"]["passed"] = False
         if settings.report_path is not None:
             self.write(report, settings.report_path, "--mcp-report", report)
         if self.usage_errors:
@@ -163,7 +180,13 @@ class EvalSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def stopped(self, session: pytest.Session, exitstatus: int) -> str | None:
-        """Why the run ended before every selected item ran, or ``None`` when it finished."""
+        """Why the run ended before every selected case ran, or ``None`` when every one of them ran (a run stopped
+        by -x after its last case still measured them all)."""
+        ended = self.reported | self.skipped | set(self.failures)
+        if self.expected and all(nodeid in ended for nodeid in self.expected):
+            return None
+        if self.collect_errors and exitstatus == pytest.ExitCode.INTERRUPTED and not self.reported:
+            return "stopped by errors during collection"
         for reason in (session.shouldfail, session.shouldstop):
             if reason:
                 return f"stopped early ({reason})" if isinstance(reason, str) else "stopped early"
@@ -193,9 +216,14 @@ class EvalSession:
         return out
 
     @staticmethod
-    def completeness_failures(cases: list[CaseResult], stopped: str | None) -> list[str]:
-        """The gate never passes on a run with cases that have no score (errors, crashed, not run)."""
+    def completeness_failures(cases: list[CaseResult], stopped: str | None, collect_errors: list[str]) -> list[str]:
+        """The gate never passes on a run with cases that have no score (errors, crashed, not run) or benchmark
+        files that could not be collected."""
         failures: list[str] = []
+        if collect_errors:
+            failures.append(f"{plural(len(collect_errors), 'benchmark file')} could not be collected "
+                            f"({', '.join(collect_errors)}): their cases are not in this run; the gate passes only "
+                            "when every file is evaluated")
         if stopped is not None:
             ran = sum(1 for c in cases if not str(c.get("error") or "").startswith("not run:"))
             failures.append(f"the run did not finish: it was {stopped}; {ran} of {plural(len(cases), 'case')} ran")
@@ -263,11 +291,15 @@ class EvalSession:
                 write_text(data, path)
             else:
                 write_json(data, path)
-        except OSError as exc:
+        except (OSError, TypeError, ValueError) as exc:  # unwritable, or a hook put something that is not JSON
             self.write_failed(report, f"{option}={path}", exc)
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    path.unlink()  # an older file there would pass for this run's
 
-    def write_failed(self, report: Report, what: str, exc: OSError) -> None:
-        message = f"could not write {what}: {exc.strerror or exc}"
+    def write_failed(self, report: Report, what: str, exc: Exception) -> None:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        message = f"could not write {what}: {reason}"
         self.write_errors.append(message)
         report["gate"]["failures"].append(message)
         report["gate"]["passed"] = False

@@ -27,6 +27,7 @@ from pytest_mcpeval.defaults import (
 from pytest_mcpeval.gate.thresholds import Threshold, ThresholdError, parse_threshold
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
 from pytest_mcpeval.redact import Redactor
+from pytest_mcpeval.redact import use as use_redactor
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
 
 FILE_SUFFIXES = (".mcpeval.yaml", ".mcpeval.yml")
@@ -240,7 +241,7 @@ class Settings:
                    judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
                                      else DEFAULT_CLAIMS_THRESHOLD),
-                   redactor=Redactor.for_run(registry.params.values()))
+                   redactor=use_redactor(Redactor.for_run(registry.params.values())))
 
 
 def unwritable(path: Path | None) -> str | None:

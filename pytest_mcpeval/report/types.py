@@ -346,6 +346,7 @@ class RunInfo(TypedDict, total=False):
     models: dict[str, ModelRun]
     interrupted: bool  # the run ended before every selected case ran (Ctrl-C, -x, --maxfail): the gate failed
     stopped: str  # why, when interrupted
+    collect_errors: list[str]  # benchmark files that could not be collected (their cases are not in the report)
 
 
 class Gate(TypedDict):

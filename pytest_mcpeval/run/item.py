@@ -3,6 +3,7 @@ results for the report, and raise what pytest should show (an error, or a miss u
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -48,8 +49,13 @@ def results_of_failure(item: pytest.Item, when: str, excinfo: pytest.ExceptionIn
     ref = item.stash[CASE_KEY]
     exc = excinfo.value
     what = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    raised_in = Path(str(excinfo.traceback[-1].path)) if excinfo.traceback else None
+    ours = raised_in is not None and Path(__file__).parents[1] in raised_in.parents
     if when == "setup":
         message = f"setup of the case failed ({what}); the traceback is in the test's report"
+    elif not ours and raised_in is not None:  # a user's hook or fixture, not the plugin
+        message = (f"an exception raised in {raised_in.name}:{excinfo.traceback[-1].lineno + 1} while the case ran "
+                   f"({what}); the traceback is in the test's report")
     else:
         message = (f"internal error of pytest-mcpeval ({what}); this is a bug in the plugin, not a model miss: "
                    "please report it with the traceback from the test's report")
