@@ -88,9 +88,10 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
         replies, final, finished, unmatched = _converse(runtime, ref, catalog, repeat, trajectory)
         result["turns"] = len(replies)
         result["unmatched"] = unmatched
+        result["final_answer"] = _cap(final)  # kept when the judge fails: its error is about this answer
         claims, judge_usage = _claims(runtime, ref, final, repeat)
-    except (ModelCallError, JudgeError) as exc:  # their messages name the model and the case
-        return _error(result, expects, str(exc), trajectory)
+    except (ModelCallError, JudgeError) as exc:  # their messages name the model (the report names the case)
+        return _error(result, expects, str(exc).removeprefix(f"{runtime.label(ref)}: "), trajectory)
     except (CaseError, ServerError) as exc:
         return _error(result, expects, f"{result['file']}:{result['line']}: case `{case.id}`: {exc}", trajectory)
     threshold = ref.bench.claims_threshold(case, runtime.claims_threshold)
@@ -275,5 +276,5 @@ def _capped(trajectory: list[TrajectoryTurn]) -> list[TrajectoryTurn]:
 def _error(result: dict[str, Any], expects: Any, message: str, trajectory: list[TrajectoryTurn]) -> CaseResult:
     """An error result that keeps the transcript so far (what led to the failure)."""
     result["trajectory"] = _capped(trajectory)
-    result["turns"] = len(trajectory)
+    result.setdefault("turns", len(trajectory))
     return cast(CaseResult, utf8_safe(error_result(result, expects, utf8_safe(message))))
