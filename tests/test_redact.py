@@ -42,10 +42,10 @@ def test_shapes(text: str, expected: str) -> None:
     assert Redactor().text(text) == expected
 
 
-def test_data_keeps_keys_and_non_strings() -> None:
-    redactor = Redactor(["verysecretvalue"])
-    data = {"verysecretvalue": ["a verysecretvalue b", 3, None, {"k": ("verysecretvalue",)}]}
-    assert redactor.data(data) == {"verysecretvalue": [f"a {MASK} b", 3, None, {"k": (MASK,)}]}
+def test_data_masks_keys_and_values_and_keeps_non_strings() -> None:
+    redactor = Redactor(["verysecretvalue"])  # a model may put a secret in an argument's name
+    data = {"verysecretvalue": ["a verysecretvalue b", 3, None, {"k": ("verysecretvalue",)}], 7: "x"}
+    assert redactor.data(data) == {MASK: [f"a {MASK} b", 3, None, {"k": (MASK,)}], 7: "x"}
 
 
 def test_a_longer_secret_containing_a_shorter_one_is_masked_whole() -> None:
