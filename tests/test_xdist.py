@@ -97,6 +97,33 @@ def test_the_item_of_a_crashed_worker_is_not_sent_again(pytester: pytest.Pyteste
     assert [] not in workers[0].batches  # an empty batch leaves a worker waiting for a next item forever
 
 
+def test_a_replacement_worker_given_one_item_is_told_nothing_else_comes(pytester: pytest.Pytester) -> None:
+    """The survivor has finished when the crashed worker's replacement joins and gets the one item left of the
+    crashed slice: it runs it only once told no other item will come (CI once hung here for good)."""
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)]
+    sched = slice_scheduler(pytester.parseconfig("--tx=2*popen"), None)
+    workers = [Worker(Gateway("gw0")), Worker(Gateway("gw1"))]
+    for worker in workers:
+        sched.add_node(worker)
+        sched.add_node_collection(worker, ids)
+    sched.schedule()
+    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a1[m]") in w.queue)
+    survivor = next(w for w in workers if w is not doomed)
+    ran: list[int] = [doomed.queue.pop(0)]  # a0 ran; the worker dies running a1, a2 is left
+    sched.mark_test_complete(doomed, ran[-1])
+    drain(sched, [survivor], ran)  # the survivor finishes its slice, and is told to stop
+    assert survivor.shutting_down
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a1[m]"
+    replacement = Worker(Gateway("gw2"))
+    sched.add_node(replacement)
+    sched.add_node_collection(replacement, ids)
+    sched.schedule()
+    assert [ids[i] for i in replacement.queue] == ["a.mcpeval.yaml::a2[m]"] and replacement.shutting_down
+    drain(sched, [replacement], ran)
+    assert sched.tests_finished
+    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
+
+
 def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
                                                                  model_server: ScriptedModelServer) -> None:
     model_server.latency = 0.2

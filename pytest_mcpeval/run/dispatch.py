@@ -233,6 +233,15 @@ def slice_scheduler(config: pytest.Config, log: Any) -> Any:
                 self._slices = benchmark_slices(list(self.collection or ()), self.numnodes)
             return self._slices.get(nodeid, nodeid)
 
+        def _assign_work_unit(self, node: Any) -> None:
+            super()._assign_work_unit(node)
+            if not self.workqueue:
+                # nothing left to hand out: say so now.  A worker runs its last item only once it knows the next one
+                # or that none will come, and the scope schedulers say "none" only when a node finishes an item:
+                # a node handed the last unit, holding one item (a crashed worker's rest, given to its
+                # replacement), would wait for good
+                node.shutdown()
+
         def remove_node(self, node: Any) -> str | None:
             workload: dict[str, dict[str, bool]] = self.assigned_work.get(node, {})
             crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done),
