@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from conftest import run
@@ -75,15 +76,21 @@ def drain(sched: object, workers: list[Worker], ran: list[int]) -> None:
         sched.mark_test_complete(worker, ran[-1])  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("crash_at", ["a1", "a2"])  # in the middle of its slice, and its slice's last item
-def test_the_item_of_a_crashed_worker_is_not_sent_again(pytester: pytest.Pytester, crash_at: str) -> None:
-    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(3)]
+def scheduled(pytester: pytest.Pytester, ids: list[str]) -> tuple[Any, list[Worker]]:
+    """The slice scheduler with two stand-in workers that collected ``ids``, after its first distribution."""
     sched = slice_scheduler(pytester.parseconfig("--tx=2*popen"), None)
     workers = [Worker(Gateway("gw0")), Worker(Gateway("gw1"))]
     for worker in workers:
         sched.add_node(worker)
         sched.add_node_collection(worker, ids)
     sched.schedule()
+    return sched, workers
+
+
+@pytest.mark.parametrize("crash_at", ["a1", "a2"])  # in the middle of its slice, and its slice's last item
+def test_the_item_of_a_crashed_worker_is_not_sent_again(pytester: pytest.Pytester, crash_at: str) -> None:
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(3)]
+    sched, workers = scheduled(pytester, ids)
     doomed = next(w for w in workers if ids.index(f"a.mcpeval.yaml::{crash_at}[m]") in w.queue)
     ran: list[int] = []
     while ids[doomed.queue[0]] != f"a.mcpeval.yaml::{crash_at}[m]":  # the doomed worker gets more work meanwhile
@@ -101,12 +108,7 @@ def test_a_replacement_worker_given_one_item_is_told_nothing_else_comes(pytester
     """The survivor has finished when the crashed worker's replacement joins and gets the one item left of the
     crashed slice: it runs it only once told no other item will come (CI once hung here for good)."""
     ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)]
-    sched = slice_scheduler(pytester.parseconfig("--tx=2*popen"), None)
-    workers = [Worker(Gateway("gw0")), Worker(Gateway("gw1"))]
-    for worker in workers:
-        sched.add_node(worker)
-        sched.add_node_collection(worker, ids)
-    sched.schedule()
+    sched, workers = scheduled(pytester, ids)
     doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a1[m]") in w.queue)
     survivor = next(w for w in workers if w is not doomed)
     ran: list[int] = [doomed.queue.pop(0)]  # a0 ran; the worker dies running a1, a2 is left
