@@ -123,6 +123,12 @@ class Catalog:
         req = self._schema(tool).get("required")
         return [str(r) for r in req] if isinstance(req, list) else []
 
+    def subset(self, names: Iterable[str]) -> Catalog:
+        """The catalog of the tools named ``names`` (in this catalog's order): what a case with ``tools`` or
+        ``distractors`` shows the model (run.exposure)."""
+        keep = set(names)
+        return Catalog([tool for tool in self.tools if tool["name"] in keep])
+
     def hashes(self) -> dict[str, str]:
         return {t["name"]: tool_hash(t) for t in self.tools}
 

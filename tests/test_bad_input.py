@@ -112,7 +112,7 @@ def test_a_typo_in_a_required_key_is_said_once(tmp_path: Path, case: str, expect
     ("text", "expected"),
     [
         (SERVER + "  - id: one\n    input: hi\n    expect: []\n    tol: 3\n",
-         "bench.mcpeval.yaml:6: cases[0]: unknown field `tol`"),  # not `tool`: a case has no such key
+         "bench.mcpeval.yaml:6: cases[0]: unknown field `tol`; did you mean `tools`?"),  # `tool`: not a case's key
         (SERVER + "  - id: one\n    input: hi\n    expect: []\n    comand: [x]\n",
          "bench.mcpeval.yaml:6: cases[0]: unknown field `comand`"),
         ("server: {comand: [x]}\ncases:\n  - {id: one, input: hi, expect: []}\n",
@@ -129,8 +129,8 @@ def test_did_you_mean_picks_from_the_keys_of_the_place(tmp_path: Path, text: str
 
 
 def test_keys_at_each_place() -> None:
-    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "order", "forbid", "mocks", "execute",
-                                      "claims", "max_turns", "claims_threshold")
+    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "tools", "distractors", "order", "forbid",
+                                      "mocks", "execute", "claims", "max_turns", "claims_threshold")
     assert keys_at(("cases", 3, "mocks", "search_issues", 0)) == ("when", "result")
     assert keys_at(("cases", 3, "mocks", "search_issues", 0, "result")) == ("text", "structured", "error")
     assert keys_at(("cases", 3, "claims", 0, "check")) == ("contains", "regex", "any_of")

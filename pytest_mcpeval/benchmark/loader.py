@@ -363,6 +363,7 @@ def _compile_cases(data: dict[str, Any], locations: dict[Loc, int], problems: li
             if isinstance(tool, str) and tool in tools:
                 problems.append(_problem(locations, ("cases", i, "forbid", n),
                                          f"`{tool}` is both forbidden and expected (listed in `expect`)"))
+        _check_exposure(i, case, tools, locations, problems)
         if static and case.get("execute") == "live":
             problems.append(_problem(locations, ("cases", i, "execute"), LIVE_WITHOUT_SERVER))
         if "claims_threshold" in case and not case.get("claims"):
@@ -371,6 +372,33 @@ def _compile_cases(data: dict[str, Any], locations: dict[Loc, int], problems: li
         _no_booleans(case, ("cases", i), locations, problems)
     _no_booleans(data, (), locations, problems)
     return expects, mocks
+
+
+def _check_exposure(i: int, case: dict[str, Any], expected: list[Any], locations: dict[Loc, int],
+                    problems: list[Problem]) -> None:
+    """A case's ``tools`` must show the model every tool the case expects, mocks or forbids, each once."""
+    shown = case.get("tools")
+    if not isinstance(shown, list):
+        return
+    names = [t for t in shown if isinstance(t, str)]
+    seen: set[str] = set()
+    for n, name in enumerate(names):
+        if name in seen:
+            problems.append(_problem(locations, ("cases", i, "tools", n), f"`{name}` is listed twice in `tools`"))
+        seen.add(name)
+    mocks = case.get("mocks")
+    forbid = case.get("forbid")
+    needed: list[tuple[Loc, str, str]] = [
+        *((("cases", i, "expect", j, "tool"), t, "expected") for j, t in enumerate(expected) if isinstance(t, str)),
+        *((("cases", i, "mocks", t), t, "mocked") for t in (mocks if isinstance(mocks, dict) else {})
+          if isinstance(t, str)),
+        *((("cases", i, "forbid", n), t, "forbidden") for n, t in enumerate(forbid if isinstance(forbid, list) else ())
+          if isinstance(t, str)),
+    ]
+    for loc, tool, what in needed:
+        if tool not in seen:
+            problems.append(_problem(locations, loc, f"{what} tool `{tool}` is not among the case's `tools`, so the "
+                                                     f"model is never shown it (add it to `tools`)"))
 
 
 def _no_booleans(mapping: dict[str, Any], loc: Loc, locations: dict[Loc, int], problems: list[Problem]) -> None:
@@ -468,6 +496,10 @@ def unknown_tools(case: Case, names: Collection[str]) -> list[tuple[Loc, str]]:
     Checked at collection for a ``tools_file``; for a live server the engine calls :func:`unknown_mock_tools`.
     (Expected tools, and so the tools ``from_result`` names, are checked by ``run.case.missing_tools``.)"""
     found: list[tuple[Loc, str]] = []
+    for n, tool in enumerate(case.tools or ()):
+        if tool not in names:
+            found.append((("tools", n), f"tool `{tool}` in `tools` is not published by the server"
+                                        f"{did_you_mean(tool, names)}"))
     for tool in case.mocks:
         if tool not in names:
             found.append((("mocks", tool), f"mocked tool `{tool}` is not published by the server"

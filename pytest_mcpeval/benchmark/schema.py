@@ -198,6 +198,17 @@ class Case(_Strict):
     )
     tags: list[str] = Field(default_factory=list, description="Become pytest markers (select with -m).")
     skip: bool | str = Field(default=False, description="true, or a reason string, to skip the case.")
+    # -- tool exposure (docs/format.md#tool-exposure): which of the server's tools the model is shown
+    tools: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = Field(
+        default=None,
+        description="Show the model only these tools of the server (they must include every tool the case "
+        "expects, mocks or forbids); default: all of them.",
+    )
+    distractors: int | None = Field(
+        default=None, ge=0,
+        description="Also show this many other tools of the server, drawn (seeded per case) from those most "
+        "similar to the case's tools; the report records which.",
+    )
     # -- multi-step flows (docs/flows.md): any of these keys, or `execute: live`, makes the case a flow
     order: OrderMode | None = Field(
         default=None,

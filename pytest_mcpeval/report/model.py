@@ -23,6 +23,7 @@ from pytest_mcpeval.report.types import (
     Report,
     RunInfo,
 )
+from pytest_mcpeval.scoring.exposure import exposure_rows
 from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics
 from pytest_mcpeval.scoring.metrics import model_metrics
 from pytest_mcpeval.scoring.repeats import judge_usage_metrics, repeat_metrics, usage_metrics
@@ -62,6 +63,7 @@ def build_report(
         retrieval = retrieval_metrics(own)
         metrics: ModelMetrics = {
             **model_metrics(own),
+            "by_tools_shown": exposure_rows(own),
             "flows": flow_metrics(own),  # multi-step flows; the rest of model_metrics is single-call
             "claims": claims_metrics(own),
             "untested_tools": sorted(offered - tested),  # published, but no scored case expects them

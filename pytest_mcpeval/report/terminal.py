@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pytest_mcpeval.report.types import CaseResult, Report
+from pytest_mcpeval.report.types import CaseResult, CatalogInfo, Report
 from pytest_mcpeval.scoring.registry import METRICS
 from pytest_mcpeval.text import plural
 
@@ -102,11 +102,19 @@ def lint_lines(report: Report, top: int = 10) -> Iterator[str]:
 
 
 def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
+    by_server: dict[str, list[CatalogInfo]] = {}  # cases with `tools`/`distractors` show parts of a server's catalog
     for info in report.get("catalogs", {}).values():
+        by_server.setdefault(info["server"], []).append(info)
+    for server, infos in by_server.items():
+        info = max(infos, key=lambda i: (len(i["tools"]), i["tokens"]))
         heavy = sorted(info["tools"].items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))[:3]
         names = ", ".join(f"{name} {tool['tokens']:,}" for name, tool in heavy)
-        yield (f"catalog {info['server']}: {len(info['tools'])} tools, {info['tokens']:,} tokens per request "
-               f"(heaviest: {names})")
+        parts = ""
+        if len(infos) > 1:
+            sizes = sorted(len(i["tools"]) for i in infos)
+            parts = f"; {len(infos)} tool sets shown, {sizes[0]}-{sizes[-1]} tools"
+        yield (f"catalog {server}: {len(info['tools'])} tools, {info['tokens']:,} tokens per request "
+               f"(heaviest: {names}){parts}")
     for name, m in report["models"].items():
         flows, claims = m.get("flows"), m.get("claims")
         family = f" ({m['scored'] - flows['cases']} single calls, {plural(flows['cases'], 'flow')})" if flows else ""
@@ -125,6 +133,12 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
             cost = "cost unknown" if used["cost_usd"] is None else f"${used['cost_usd']:.4f}"
             yield (f"  judge {judge}: {plural(used['cases'], 'case')} ({used['cached']} replayed), "
                    f"{used['prompt_tokens']:,} + {used['completion_tokens']:,} tokens, {cost}")
+        shown = m.get("by_tools_shown") or []
+        if len(shown) > 1:
+            yield "  by tools shown: " + ", ".join(
+                f"{row['tools_shown']} tools {_pct(row['accuracy'])} of {row['cases']}" if row["cases"]
+                else f"{row['tools_shown']} tools: flows passed {_pct(row['flow_pass_rate'])} of {row['flows']}"
+                for row in shown)
         top = sorted(m["diagnoses"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         if top:
             yield "  top failures: " + ", ".join(f"{mode} {count}" for mode, count in top)

@@ -158,6 +158,9 @@ class CaseResult(Score):
     tags: list[str]
     error: str | None
     catalog: NotRequired[str]
+    tools_shown: NotRequired[int]  # how many tools the model was shown (the catalog's, or the case's `tools`/`distractors`)
+    distractors: NotRequired[list[str]]  # with `distractors: N`: the tools drawn (docs/format.md#tool-exposure)
+    distractor_seed: NotRequired[int]
     content: NotRequired[str | None]
     content_truncated: NotRequired[int]
     hallucinated_tools: NotRequired[list[str]]
@@ -310,7 +313,18 @@ class JudgeUsage(TypedDict):
     attempts: int
 
 
+class ExposureRow(TypedDict):
+    """Cases that showed the model ``tools_shown`` tools (docs/metrics.md#tools-shown)."""
+
+    tools_shown: int
+    cases: int  # scored single-call cases
+    accuracy: float | None
+    flows: int  # scored flows
+    flow_pass_rate: float | None
+
+
 class ModelMetrics(SelectionMetrics):
+    by_tools_shown: list[ExposureRow]
     flows: FlowMetrics | None
     claims: ClaimsMetrics | None
     judges: dict[str, JudgeUsage]
@@ -333,6 +347,7 @@ class CatalogInfo(TypedDict):
     server: str
     tools: dict[str, ToolInfo]
     tokens: int
+    startup_s: NotRequired[float]  # the server's start-up: start, MCP handshake and tools/list (not for a tools_file)
 
 
 class ModelRun(TypedDict):

@@ -25,6 +25,7 @@ from pytest_mcpeval.run.case import (
     relative_to_root,
 )
 from pytest_mcpeval.run.dispatch import Dispatcher, Unit
+from pytest_mcpeval.run.exposure import Exposure, expose
 from pytest_mcpeval.servers import ServerError, ServerPool
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class Runtime:
         self._prefetched: set[str] = set()
         self._shown_paths: dict[Path, str] = {}
         self._units: dict[tuple[int, str, int], Unit] = {}
+        self._exposures: dict[tuple[int, str], Exposure] = {}
 
     def shown_path(self, path: Path) -> str:
         if path not in self._shown_paths:
@@ -95,6 +97,21 @@ class Runtime:
                 self.dispatcher.submit(self.unit(ref, catalog, repeat))
 
     def catalog(self, ref: CaseRef, override: Any) -> Catalog:
+        """The tools the case shows the model: the server's catalog, or the part of it its ``tools`` and
+        ``distractors`` choose (run.exposure)."""
+        return self.exposure(ref, override).catalog
+
+    def exposure(self, ref: CaseRef, override: Any) -> Exposure:
+        full = self.server_catalog(ref, override)
+        memo = (id(ref.case), full.digest)
+        if memo not in self._exposures:
+            try:
+                self._exposures[memo] = expose(ref.case, full)
+            except ValueError as exc:  # `tools` names a tool a live server does not publish
+                raise CaseError(f"{self.shown_path(ref.bench.path)}:{ref.line}: case `{ref.case.id}`: {exc}") from None
+        return self._exposures[memo]
+
+    def server_catalog(self, ref: CaseRef, override: Any) -> Catalog:
         if override is not None:
             return self.pool.catalog_for_object(override)
         spec = ref.bench.spec.server
@@ -118,10 +135,15 @@ class Runtime:
         }
         expects = ref.expectations()
         try:
-            catalog = self.catalog(ref, override)
+            exposure = self.exposure(ref, override)
         except (ServerError, CaseError) as exc:
             return error_result(result, expects, str(exc))
+        catalog = exposure.catalog
         result["catalog"] = catalog.digest
+        result["tools_shown"] = len(catalog.tools)
+        if exposure.seed is not None:
+            result["distractors"] = list(exposure.distractors)
+            result["distractor_seed"] = exposure.seed
         if catalog.digest not in self._reported_catalogs:  # once per process: the controller merges them
             self._reported_catalogs.add(catalog.digest)
             result["catalog_info"] = catalog_info(catalog, self.server_label(ref, override))
