@@ -1,0 +1,56 @@
+"""``python -m pytest_mcpeval``: the plugin's command-line tools, one subcommand each.
+
+    python -m pytest_mcpeval import bfcl QUESTIONS.json POSSIBLE_ANSWERS.json --out DIR
+    python -m pytest_mcpeval import atlas TASKS.csv --out DIR
+
+Each importer lives in ``pytest_mcpeval.importers.<name>`` and provides ``add_arguments(parser)`` and
+``run(args) -> int``; a subcommand's module is imported only when it runs.  A user mistake (a missing
+file, a malformed row) is one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: importer name -> one-line help.  The module ``pytest_mcpeval.importers.<name>`` does the work.
+IMPORTERS = {
+    "bfcl": "convert BFCL (Berkeley Function Calling Leaderboard) question and answer files",
+    "atlas": "convert MCP-Atlas tasks (CSV, JSON or Parquet) into offline flows",
+}
+
+
+class UserError(Exception):
+    """A mistake in the command's input: reported as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_mcpeval", description="Command-line tools of pytest-mcpeval."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    importer = commands.add_parser(
+        "import", help="convert a public benchmark into benchmark files", description="Convert a public benchmark."
+    )
+    kinds = importer.add_subparsers(dest="kind", metavar="FORMAT", required=True)
+    for name, text in IMPORTERS.items():
+        sub = kinds.add_parser(name, help=text, description=text)
+        module = importlib.import_module(f"pytest_mcpeval.importers.{name}")
+        module.add_arguments(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except UserError as error:
+        print(f"python -m pytest_mcpeval {args.command} {args.kind}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
