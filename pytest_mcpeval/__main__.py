@@ -4,8 +4,11 @@
     python -m pytest_mcpeval import atlas TASKS.csv --out DIR
 
 Each importer lives in ``pytest_mcpeval.importers.<name>`` and provides ``add_arguments(parser)`` and
-``run(args) -> int``; a subcommand's module is imported only when it runs.  A user mistake (a missing
-file, a malformed row) is one line on stderr and exit status 2, never a traceback.
+``run(args) -> int``; the modules are imported to build the parser, so they import nothing heavy at the
+top.  A user mistake (a missing file, a malformed row) raises :class:`~pytest_mcpeval.importers.UserError`
+and is one line on stderr with exit status 2, never a traceback.  (The class lives outside this module:
+run as ``python -m``, this file is ``__main__``, and a class defined here would not be the one the
+importers raise.)
 """
 
 from __future__ import annotations
@@ -15,15 +18,15 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from pytest_mcpeval.importers import UserError
+
+__all__ = ["IMPORTERS", "UserError", "build_parser", "main"]
+
 #: importer name -> one-line help.  The module ``pytest_mcpeval.importers.<name>`` does the work.
 IMPORTERS = {
     "bfcl": "convert BFCL (Berkeley Function Calling Leaderboard) question and answer files",
     "atlas": "convert MCP-Atlas tasks (CSV, JSON or Parquet) into offline flows",
 }
-
-
-class UserError(Exception):
-    """A mistake in the command's input: reported as one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -123,6 +123,11 @@ class Catalog:
         req = self._schema(tool).get("required")
         return [str(r) for r in req] if isinstance(req, list) else []
 
+    def open_schema(self, tool: str) -> bool:
+        """Whether the tool's schema says it takes names it does not list (an explicit ``additionalProperties:
+        true``, as an imported schema inferred from recorded calls does): such names are not hallucinated."""
+        return self._schema(tool).get("additionalProperties") is True
+
     def subset(self, names: Iterable[str]) -> Catalog:
         """The catalog of the tools named ``names`` (in this catalog's order): what a case with ``tools`` or
         ``distractors`` shows the model (run.exposure)."""

@@ -306,3 +306,14 @@ def test_diagnose(expects: list[Expectation], calls: list[dict[str, Any]], diagn
 
 def test_diagnose_passed_is_none() -> None:
     assert diagnose([A], [CALL_A], check_arguments(A, CALL_A, CATALOG), True, CATALOG) is None
+
+
+def test_a_schema_open_to_other_names_has_no_hallucinated_arguments() -> None:
+    """`additionalProperties: true` (what an importer writes for a schema inferred from recorded calls) says the
+    listed names are not all there is: an unlisted name is not hallucinated; without it, it is."""
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    for open_, hallucinated in ((True, []), (False, ["limit"])):
+        catalog = Catalog([{"name": "find", "inputSchema": {**schema, "additionalProperties": open_}}])
+        call = parse_call("find", json.dumps({"q": "x", "limit": 5}), catalog)
+        args = check_arguments(exp("find", {"q": "x"}, extra_args="allow"), call, catalog)
+        assert args["hallucinated"] == hallucinated and args["hallucination"] is bool(hallucinated)
