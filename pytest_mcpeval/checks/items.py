@@ -44,7 +44,7 @@ def _catalog(request: pytest.FixtureRequest, runtime: Runtime, override: object)
     from pytest_mcpeval.servers import ServerError
 
     try:
-        return runtime.catalog(request.node.stash[CASE_KEY], override)
+        return runtime.server_catalog(request.node.stash[CASE_KEY], override)
     except (ServerError, CaseError) as exc:
         raise CaseError(str(exc)) from None
 

@@ -77,7 +77,7 @@ def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_ser
 
     ref = request.node.stash[CASE_KEY]
     try:
-        catalog = mcpeval_runtime.catalog(ref, mcp_server)
+        catalog = mcpeval_runtime.server_catalog(ref, mcp_server)
     except (ServerError, CaseError) as exc:
         raise CheckFailed(str(exc)) from None
     request.node.stash[TOOLS_KEY] = {

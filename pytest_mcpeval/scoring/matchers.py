@@ -9,7 +9,8 @@ Semantics (documented in docs/format.md), modelled on BFCL's AST checker:
   ``{any_of: [a, b]}``, ``{regex: "..."}`` (full match), ``{approx: x, tol: t}``,
   ``{text: "..."}`` (BFCL's loose string comparison), ``{equals: v}`` (literal, also for objects whose
   keys look like matcher keys), ``{ignore: true}``; any of them may carry ``optional: true`` (absence is
-  fine, presence must match).  Mixing matcher keys with other keys, or a single key that looks like a
+  fine, presence must match) and ``integer: true`` (the value must also be an integer: ``5``, not ``5.0``,
+  BFCL's rule for integer parameters).  Mixing matcher keys with other keys, or a single key that looks like a
   misspelt matcher key, is an error with a did-you-mean.
 * Lists match element-wise with the same length; mappings need the same keys (optional ones aside) and
   matching values, recursively.
@@ -23,14 +24,14 @@ import datetime as dt
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from pytest_mcpeval.text import did_you_mean
 
 VALUE_KEYS = ("equals", "any_of", "regex", "approx", "text", "ignore")
-MODIFIER_KEYS = ("optional", "tol")
+MODIFIER_KEYS = ("optional", "tol", "integer")
 REFERENCE_KEY = "from_result"
 REFERENCE_KEYS = ("tool", "path", "offset")
 MATCHER_KEYS = frozenset((*VALUE_KEYS, *MODIFIER_KEYS, REFERENCE_KEY))
@@ -70,6 +71,12 @@ def _instant(text: str) -> tuple[dt.datetime, Decimal] | None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_integer(value: Any) -> bool:
+    """An integer as JSON text writes it: ``5``, not ``5.0`` or ``5e0`` (which JSON parsers read as floats);
+    never a boolean."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def values_equal(expected: Any, actual: Any) -> bool:
@@ -129,15 +136,19 @@ class Matcher:
     """A compiled expected value.  ``kind`` is one of literal, list, object, or a matcher key.
 
     ``from_result`` holds a :class:`Reference`: it matches nothing until scoring.flow binds it to the
-    value it refers to (a flow's earlier tool result)."""
+    value it refers to (a flow's earlier tool result).  ``integer``: the value must also be an integer
+    (:func:`is_integer`), whatever the kind."""
 
     kind: str
     value: Any = None
     optional: bool = False
     tol: float = DEFAULT_TOL
+    integer: bool = False
 
     def matches(self, actual: Any) -> bool:
         kind = self.kind
+        if self.integer and not is_integer(actual):
+            return False
         if kind in ("literal", "equals"):
             return values_equal(self.value, actual)
         if kind == "ignore":
@@ -180,8 +191,10 @@ class Matcher:
         elif self.kind == "approx":
             out["approx"] = self.value
             out["tol"] = self.tol
-        else:
+        elif self.kind != "ignore" or not self.integer:  # `{integer: true}` alone: no `ignore` key
             out[self.kind] = self.value
+        if self.integer:
+            out["integer"] = True
         if self.optional:
             out["optional"] = True
         return out
@@ -230,17 +243,41 @@ def _compile_matcher(raw: Mapping[str, Any], keys: list[str], path: tuple[str | 
     if not isinstance(optional, bool):
         raise MatcherError((*path, "optional"), "`optional` must be true or false")
     if REFERENCE_KEY in raw:
-        if value_keys or "tol" in raw:
-            other = (value_keys or ["tol"])[0]
+        if value_keys or "tol" in raw or "integer" in raw:
+            other = (value_keys or [k for k in ("tol", "integer") if k in raw])[0]
             raise MatcherError(path, f"`from_result` stands for the whole value: it does not go with `{other}`")
         return Matcher("from_result", compile_reference(raw[REFERENCE_KEY], (*path, REFERENCE_KEY)), optional)
     if "tol" in raw and value_keys != ["approx"]:
         raise MatcherError((*path, "tol"), "`tol` only goes with `approx`")
     if len(value_keys) > 1:
         raise MatcherError(path, f"a matcher takes one of {', '.join(VALUE_KEYS)}; found {', '.join(value_keys)}")
+    integer = _integer_flag(raw, value_keys, path)
     if not value_keys:  # {optional: true} alone: any value or none; {optional: false}: any value, required
-        return Matcher("ignore", True, optional=optional)
+        return Matcher("ignore", True, optional=optional, integer=integer)
+    return replace(_compile_value_key(raw, value_keys[0], optional, path), integer=integer)
+
+
+def _integer_flag(raw: Mapping[str, Any], value_keys: list[str], path: tuple[str | int, ...]) -> bool:
+    """``integer: true|false``; an error where it could never match or says nothing (with ``ignore``)."""
+    integer = raw.get("integer", False)
+    where = (*path, "integer")
+    if not isinstance(integer, bool):
+        raise MatcherError(where, "`integer` must be true or false")
+    if not integer or not value_keys:
+        return integer
     kind = value_keys[0]
+    if kind in ("text", "regex"):
+        raise MatcherError(where, f"`integer: true` never matches with `{kind}`, which matches strings only")
+    if kind == "ignore":
+        raise MatcherError(where, "`ignore: true` accepts any value: write `{integer: true}` alone for any integer")
+    if kind == "equals" and not _is_number(raw["equals"]):
+        raise MatcherError(where, "`integer: true` never matches: `equals` does not give a number")
+    if kind == "equals" and not float(raw["equals"]).is_integer():
+        raise MatcherError(where, f"`integer: true` never matches: {raw['equals']} is not a whole number")
+    return integer
+
+
+def _compile_value_key(raw: Mapping[str, Any], kind: str, optional: bool, path: tuple[str | int, ...]) -> Matcher:
     arg = raw[kind]
     where = (*path, kind)
     if kind == "equals":
