@@ -11,11 +11,12 @@ Two models:
   separable your descriptions are, not how gpt-5 or claude will behave.  It makes no multi-step flows
   (examples/flows is skipped for it).
 * ``scripted-demo``: a SCRIPTED STAND-IN served by a local OpenAI-compatible server and called through
-  litellm like a hosted model.  Its answers come from examples/demo_script.json (single calls) and
-  examples/flows/demo_script.json (each flow turn by turn, and the verdicts of ``scripted-judge``, the
-  stand-in judge of the flows' claims), canned replies with deliberate mistakes (list/search confusions,
-  a malformed call, a flow that gives up after an error, calls out of order, ...) so that every metric has
-  something to show.  It is not a real model.
+  litellm like a hosted model.  Its answers come from examples/demo_script.json (single calls, and the
+  GitHub flows turn by turn as ``{"turns": [...]}``) and examples/flows/demo_script.json (the tracker's
+  flows turn by turn, and the verdicts of ``scripted-judge``, the stand-in judge of the flows' claims),
+  canned replies with deliberate mistakes (list/search confusions, a malformed call, a flow that gives up
+  after an error, calls out of order, ...) so that every metric has something to show.  It is not a real
+  model.
 
 Nothing is written into the repository except the report, .mcpeval/demo-report.json.
 The exit status is pytest's.
@@ -60,7 +61,7 @@ def script_server(stack: ExitStack) -> ScriptedModelServer:
     """The scripted stand-in (model and judge), answering from the two demo scripts."""
     server = stack.enter_context(ScriptedModelServer())
     for text, reply in json.loads(SCRIPT.read_text(encoding="utf-8")).items():
-        server.script(text, reply, model=SCRIPTED)
+        server.script(text, reply, model=SCRIPTED)  # a reply, or {"turns": [...]} for a flow
     flows = json.loads(FLOWS_SCRIPT.read_text(encoding="utf-8"))
     for text, turns in flows["flows"].items():
         server.flow(text, *turns, model=SCRIPTED)
