@@ -11,8 +11,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := $(VENV)/.installed-local
 DEV := $(VENV)/.installed-dev
+# The reference MCP servers of examples/servers, installed into the project (never globally): the PyPI ones into
+# a venv of their own, the npm ones with `npm ci` from the lock file.  Without Node.js the npm ones are skipped
+# with a message, and their tests (marked `node`) skip.
+SERVERS := examples/servers
+SERVERS_PY := $(SERVERS)/.venv-servers/.installed
+SERVERS_NODE := $(SERVERS)/node_modules/.installed
+NPM ?= npm
 
-.PHONY: venv test lint typecheck demo schema clean
+.PHONY: venv test lint typecheck demo schema clean servers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +36,22 @@ $(DEV): $(LOCAL)
 
 venv: $(DEV)
 
-test: $(DEV)
+$(SERVERS_PY): $(SERVERS)/requirements.txt
+	$(PYTHON) -m venv $(SERVERS)/.venv-servers
+	$(SERVERS)/.venv-servers/bin/python -m pip install --quiet -r $(SERVERS)/requirements.txt
+	touch $(SERVERS_PY)
+
+$(SERVERS_NODE): $(SERVERS)/package.json $(SERVERS)/package-lock.json
+	@if command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1; then \
+		echo "cd $(SERVERS) && $(NPM) ci"; \
+		cd $(SERVERS) && $(NPM) ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else \
+		echo "Node.js or npm not found: the npm reference servers of $(SERVERS) are not installed (their tests skip)"; \
+	fi
+
+servers: $(SERVERS_PY) $(SERVERS_NODE)
+
+test: $(DEV) servers
 	$(BIN)/python -m ruff check pytest_mcpeval tests examples
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -n 2 -q tests
@@ -50,4 +72,4 @@ schema: $(LOCAL)
 	open('docs/report.schema.json', 'w').write(json.dumps(report_schema(), indent=2) + '\n')"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info $(SERVERS)/.venv-servers $(SERVERS)/node_modules

@@ -163,8 +163,9 @@ def catalog_from_mcp(tools: Iterable[Any]) -> Catalog:
     return Catalog(out)
 
 
-def catalog_info(catalog: Catalog, server: str) -> CatalogInfo:
-    """What the report keeps of a catalog: per tool its hash, description and token cost."""
+def catalog_info(catalog: Catalog, server: str, startup_s: float | None = None) -> CatalogInfo:
+    """What the report keeps of a catalog: per tool its hash, description and token cost, and the seconds its
+    server took to start (``ServerPool.startup_s``; ``None`` for a static tool list)."""
     from pytest_mcpeval.models.tokens import tool_tokens
 
     tokens = tool_tokens(catalog)
@@ -172,4 +173,7 @@ def catalog_info(catalog: Catalog, server: str) -> CatalogInfo:
         name: {"hash": digest, "description": catalog.by_name[name].get("description") or "", "tokens": tokens[name]}
         for name, digest in catalog.hashes().items()
     }
-    return {"server": server, "tools": tools, "tokens": sum(tokens.values())}
+    info: CatalogInfo = {"server": server, "tools": tools, "tokens": sum(tokens.values())}
+    if startup_s is not None:
+        info["startup_s"] = round(startup_s, 3)
+    return info

@@ -15,6 +15,9 @@ a stdio server printed on stdout that is not JSON-RPC, ...); the one-line :class
 happened and names the log.  What the log holds and how a failure reads in one line is
 :mod:`pytest_mcpeval.server_log`; what a tool call answers is :mod:`pytest_mcpeval.tool_result`.
 
+Start-up is timed: :meth:`ServerPool.startup_s` is how long a connection took from its start (a stdio server's
+process being started) to its tool list, once per server per process (each xdist worker starts its own).
+
 Time is bounded: starting a server, completing the MCP handshake and listing its tools get
 ``--mcp-connect-timeout`` in all (the SDK's own per-request timeouts would add up to more); past it the
 connection is abandoned, a stdio server is stopped (the SDK closes its stdin, then terminates its process
@@ -29,6 +32,7 @@ import math
 import os
 import re
 import sys
+import time
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +109,7 @@ class ServerPool:
         self._portal: Any = None
         self._spec_keys: dict[tuple[int, Path], str] = {}
         self._sessions: dict[int, str] = {}  # id(catalog) -> key of the live session that listed it
+        self._startup: dict[int, float] = {}  # id(catalog) -> seconds from starting the connection to its tool list
 
     # -- public ---------------------------------------------------------------------------------
     def catalog_for_spec(self, spec: ServerSpec, base_dir: Path, root_dir: Path) -> Catalog:
@@ -118,6 +123,11 @@ class ServerPool:
         """Connect to what an ``mcp_server`` fixture returned."""
         key = f"fixture:{type(obj).__name__}:{id(obj)}" if not isinstance(obj, str) else f"url:{obj}"
         return self._cached(key, lambda: self._open_object(key, obj))
+
+    def startup_s(self, catalog: Catalog) -> float | None:
+        """Seconds the server of ``catalog`` took to start, complete the MCP handshake and list its tools, in this
+        process; ``None`` for a static tool list (no server was started)."""
+        return self._startup.get(id(catalog))
 
     def call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
         """Call tool ``name`` over the live session that listed ``catalog``.
@@ -149,8 +159,6 @@ class ServerPool:
 
     def close(self) -> None:
         """Stop every connection (all at once, within ``STOP_GRACE`` in all); never raises."""
-        import time
-
         lives = list(self._live.values())
         self._live.clear()
         if self._portal is not None:
@@ -197,9 +205,10 @@ class ServerPool:
         if spec.command is not None:
             from mcp import StdioServerParameters
 
-            cwd = base_dir / spec.cwd if spec.cwd else base_dir
+            cwd = base_dir / _expand_env(spec.cwd) if spec.cwd else base_dir
             env = {k: _expand_env(v) for k, v in spec.env.items()} if spec.env else None
-            params = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=env, cwd=str(cwd))
+            command = [_expand_env(part) for part in spec.command]
+            params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cwd))
             return self._connect(key, params, spec.describe(), log)
         assert spec.url is not None
         headers = {k: _expand_env(v) for k, v in (spec.headers or {}).items()}
@@ -227,11 +236,11 @@ class ServerPool:
     def _connect(self, key: str, target: Any, label: str, log: Path) -> Catalog:
         portal = self._ensure_portal()
         log.parent.mkdir(parents=True, exist_ok=True)
-        opened: concurrent.futures.Future[tuple[Any, list[Any]]] = concurrent.futures.Future()
+        opened: concurrent.futures.Future[tuple[Any, list[Any], float]] = concurrent.futures.Future()
         stop = portal.call(_make_event)
         done = portal.start_task_soon(_hold, target, label, log, self.timeout, opened, stop)
         try:  # _hold gives up at self.timeout and stops the server first: the grace is only a safety net
-            client, tools = opened.result(timeout=self.timeout + STOP_GRACE)
+            client, tools, startup = opened.result(timeout=self.timeout + STOP_GRACE)
         except concurrent.futures.TimeoutError:
             done.cancel()
             message = (f"server ({label}) did not start and list its tools within {self.timeout:g} s "
@@ -251,6 +260,7 @@ class ServerPool:
             write_log(log, message)
             raise ServerError(f"{message}; its log: {log}") from None
         self._sessions[id(catalog)] = key  # the catalog stays in self._catalogs: its id is not reused
+        self._startup[id(catalog)] = startup
         return catalog
 
 
@@ -269,10 +279,11 @@ async def _hold(
     label: str,
     log: Path,
     timeout: float,
-    opened: concurrent.futures.Future[tuple[Any, list[Any]]],
+    opened: concurrent.futures.Future[tuple[Any, list[Any], float]],
     stop: Any,
 ) -> None:
-    """Open the connection, list the tools, report them, and keep the session until ``stop``.
+    """Open the connection, list the tools, report them (with the seconds that took), and keep the session until
+    ``stop``.
 
     Opening and listing get ``timeout`` in all.  A failure before the tools are reported is given to
     ``opened`` as a one-line :class:`ServerError`, once the connection is closed (a stdio server stopped);
@@ -284,6 +295,7 @@ async def _hold(
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    started = time.monotonic()
     watch = watch_connection(log)  # this task's context, inherited by the SDK's tasks: their log records go to `log`
     stdio = isinstance(target, StdioServerParameters)
     phase = "the MCP handshake"
@@ -312,7 +324,7 @@ async def _hold(
                     if not cursor:
                         break
                 deadline.deadline = math.inf
-                opened.set_result((client, tools))
+                opened.set_result((client, tools, time.monotonic() - started))
                 await stop.wait()
         if deadline.cancelled_caught and not opened.done():  # the stack is unwound: a stdio server has stopped
             timed_out = True

@@ -66,7 +66,8 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: o
         "problems": [{"line": p.line, "case": p.case, "field": p.field, "kind": p.kind, "message": str(p)}
                      for p in problems],
         "confusable": [[a, b, sim] for a, b, sim in pairs],
-        "catalog_info": catalog_info(catalog, mcpeval_runtime.server_label(ref, mcp_server)),
+        "catalog_info": catalog_info(catalog, mcpeval_runtime.server_label(ref, mcp_server),
+                                     mcpeval_runtime.pool.startup_s(mcpeval_runtime.server_catalog(ref, mcp_server))),
     }
     failing: list[Any] = []
     for p in problems:  # `unchecked`: the server's schema is at fault, not the file: a warning, not a failure

@@ -146,7 +146,8 @@ class Runtime:
             result["distractor_seed"] = exposure.seed
         if catalog.digest not in self._reported_catalogs:  # once per process: the controller merges them
             self._reported_catalogs.add(catalog.digest)
-            result["catalog_info"] = catalog_info(catalog, self.server_label(ref, override))
+            startup = self.pool.startup_s(self.server_catalog(ref, override))
+            result["catalog_info"] = catalog_info(catalog, self.server_label(ref, override), startup)
         problems = missing_tools(expects, catalog)
         if problems:
             index = ref.bench.spec.cases.index(ref.case)
