@@ -1,16 +1,27 @@
-"""Speed benchmarks of pytest-mcpeval, printed next to their targets (issue: speed and cost).
+"""Speed benchmarks of pytest-mcpeval, each figure printed next to its target (docs/performance.md).
 
-    .venv/bin/python bench/bench.py [--cases 1000] [--latency 0.2] [--concurrency 32]
+    .venv/bin/python bench/bench.py            # the full run: every target with its figure (about 10 minutes)
+    .venv/bin/python bench/bench.py --quick    # the smallest sizes (tests/test_bench.py runs it: nothing rots)
+    .venv/bin/python bench/bench.py --only efficiency,replay
 
-Everything runs here, against a local OpenAI-compatible server (the scripted model server, in its own
-process, answering after a fixed latency).  Machines are shared and noisy, so the targets are ratios
-measured within one run, not absolute times.
+Everything runs on this machine.  The model is the scripted OpenAI-compatible server
+(``python -m pytest_mcpeval.testing``) in a process of its own, answering every request after a fixed
+latency L, called through litellm exactly as a hosted model is.  Machines here are shared and noisy, so
+every target is a ratio of two figures measured within one run.
 
-(a) efficiency: ideal time N*L/C divided by the measured evaluation time, N cases x 2 models
-(b) the same suite as a naive sequential loop (litellm.completion one call after another) vs ours
-(c) fully cached replay of N cases vs plain pytest with N trivial tests
-(d) pytest --collect-only on a project without benchmarks: plugin loaded vs -p no:mcpeval
-(e) aggregating 100k synthetic case results into the report
+efficiency  (N x L / C) / the evaluation time pytest reports: N cases x 2 models, C calls in flight per model,
+            at L = 1 s and 2 s, with and without -n 2 (targets 0.9 and 0.95)
+cpu         L = 0.2 s, where litellm's CPU binds: a bare litellm thread-pool loop making the same calls in one
+            process, wall time / the plugin's wall time, with the calls in the pytest process (target 0.85) and
+            in a process per core (target 1.5)
+replay      a cached replay (--mcp-record=none) of N cases with a 117-tool catalog / plain pytest with N trivial
+            tests (target 1.5), and that the replay imported no model library
+flows       flows of 4 model turns at L = 1 s (and a judged claim each), C in flight (target 0.85)
+collect     pytest --collect-only of 10,000 cases in 20 files (target 3 s)
+report      building the report and the gate of 100,000 case results (target 1 s)
+startup     pytest --collect-only without benchmark files: plugin loaded vs -p no:mcpeval (target +0.3 s)
+naive       a sequential loop (one litellm.completion after another, as a user writes it by hand), measured on a
+            sample and multiplied out, vs the plugin's wall time at L = 1 s (a figure, no target)
 """
 
 from __future__ import annotations
@@ -25,216 +36,480 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-TOOLS = [
-    {"name": "list_issues", "description": "List issues of a project, filtered by state and labels.",
-     "inputSchema": {"type": "object", "properties": {"project": {"type": "string"}}, "required": ["project"]}},
-    {"name": "search_issues", "description": "Full-text search over all issues.",
-     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
-    {"name": "get_issue", "description": "Get one issue by its key.",
-     "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}},
-]
+GITHUB_TOOLS = REPO / "tests" / "data" / "github-tools.json"
+OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
+# as on a user's machine: modules compiled once (a shell with PYTHONDONTWRITEBYTECODE set compiles the plugin's
+# modules, an editable install, in every run: 0.2-0.3 s that no user pays)
+ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+SECTIONS = ("efficiency", "cpu", "replay", "flows", "collect", "report", "startup", "naive")
 
 
-def write_suite(root: Path, cases: int) -> None:
-    (root / "tools.json").write_text(json.dumps(TOOLS))
+@dataclass(frozen=True)
+class Sizes:
+    cases: int  # per model (efficiency, cpu, naive)
+    files: int
+    tools: int
+    concurrency: int
+    latencies: tuple[float, ...]  # efficiency
+    cpu_latency: float
+    flow_latency: float
+    naive_latency: float
+    replay_cases: int
+    flows: int
+    collect_cases: int
+    collect_files: int
+    report_results: int
+    naive_sample: int
+    repeats: int  # best of (replay, startup)
+    xdist: bool
+
+
+FULL = Sizes(cases=1000, files=1, tools=40, concurrency=32, latencies=(1.0, 2.0), cpu_latency=0.2,
+             flow_latency=1.0, naive_latency=1.0, replay_cases=1000, flows=500, collect_cases=10_000,
+             collect_files=20, report_results=100_000, naive_sample=10, repeats=3, xdist=True)
+QUICK = Sizes(cases=12, files=2, tools=40, concurrency=4, latencies=(0.05,), cpu_latency=0.0, flow_latency=0.05,
+              naive_latency=0.05, replay_cases=20, flows=4, collect_cases=40, collect_files=2, report_results=1000,
+              naive_sample=2, repeats=1, xdist=False)
+
+
+@dataclass
+class Row:
+    name: str
+    measured: str
+    target: str = "-"
+    ok: bool | None = None  # None: a figure without a target
+
+
+# -- the project under test ---------------------------------------------------------------------------
+
+def catalog(tools: int) -> list[dict[str, object]]:
+    """The first ``tools`` tools of the GitHub MCP server's catalog (tests/data): real descriptions and schemas."""
+    data = json.loads(GITHUB_TOOLS.read_text())
+    listed: list[dict[str, object]] = data["tools"] if isinstance(data, dict) else data
+    return listed[:tools]
+
+
+def arguments(tool: dict[str, object]) -> dict[str, object]:
+    """A value of the right type for every required argument of ``tool`` (so the scripted calls pass)."""
+    schema = tool.get("inputSchema")
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    required = schema.get("required", []) if isinstance(schema, dict) else []
+    samples = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    out: dict[str, object] = {}
+    for name in required:
+        spec = props.get(name, {})
+        enum = spec.get("enum") if isinstance(spec, dict) else None
+        kind = spec.get("type", "string") if isinstance(spec, dict) else "string"
+        out[name] = enum[0] if enum else samples.get(kind if isinstance(kind, str) else "string", "x")
+    return out
+
+
+def write_cases(root: Path, cases: int, files: int, tools: list[dict[str, object]],
+                prefix: str = "c") -> dict[str, object]:
+    """``files`` benchmark files under evals/ sharing one tools.json; returns the server's script."""
+    (root / "evals").mkdir(parents=True, exist_ok=True)
+    (root / "evals" / "tools.json").write_text(json.dumps(tools))
+    script: dict[str, object] = {}
+    per_file = -(-cases // files)
+    for f in range(files):
+        lines = ["server: {tools_file: tools.json}", "cases:"]
+        for i in range(f * per_file, min(cases, (f + 1) * per_file)):
+            tool = tools[i % len(tools)]["name"]
+            text = f"please use {tool} for request {prefix}{i}"
+            lines += [f"  - id: {prefix}{i}", f"    input: {text}", f"    expect: [{{tool: {tool}}}]"]
+            script[text] = {"tool_calls": [{"name": tool, "arguments": arguments(tools[i % len(tools)])}]}
+        (root / "evals" / f"part{f:02d}.mcpeval.yaml").write_text("\n".join(lines) + "\n")
+    return script
+
+
+def write_flows(root: Path, flows: int, tools: list[dict[str, object]]) -> dict[str, object]:
+    """``flows`` flows of 4 model turns (3 calls answered by mocks, then the answer) and a judged claim each."""
+    names = [str(t["name"]) for t in tools[:3]]
+    (root / "flows").mkdir(parents=True, exist_ok=True)
+    (root / "flows" / "tools.json").write_text(json.dumps(tools))
     lines = ["server: {tools_file: tools.json}", "cases:"]
-    for i in range(cases):
-        lines += [f"  - id: c{i}", f"    input: list the issues of project P{i}",
-                  f"    expect: [{{tool: list_issues, args: {{project: P{i}}}}}]"]
-    (root / "bench.mcpeval.yaml").write_text("\n".join(lines) + "\n")
-    script = {f"list the issues of project P{i}": {"tool_calls": [{"name": "list_issues",
-                                                                   "arguments": {"project": f"P{i}"}}]}
-              for i in range(cases)}
-    (root / "script.json").write_text(json.dumps(script))
+    for i in range(flows):
+        lines += [f"  - id: f{i}", f"    input: flow number {i}", "    order: in_order",
+                  "    expect: [" + ", ".join(f"{{tool: {n}}}" for n in names) + "]",
+                  "    mocks:", *(f"      {n}: [{{result: {{text: ok {n}}}}}]" for n in names),
+                  "    claims: [It is done.]"]
+    (root / "flows" / "flows.mcpeval.yaml").write_text("\n".join(lines) + "\n")
+    turns: list[object] = [{"tool_calls": [{"name": n, "arguments": {}}]} for n in names] + [{"content": "done"}]
+    verdict = json.dumps({"verdict": "fulfilled", "justification": "it says so"})
+    return {"Claim:*": {"content": verdict}, "*": {"turns": turns}}
 
 
-def start_server(root: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([PY, "-m", "pytest_mcpeval.testing", "--latency", str(latency),
-                             "--script", str(root / "script.json")], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
-
-
-def write_ini(root: Path, api_base: str) -> None:
+def write_ini(root: Path, api_base: str, extra: str = "") -> None:
     params = json.dumps({"api_base": api_base, "api_key": "none"})
     (root / "pytest.ini").write_text(
-        "[pytest]\nmcp_model_aliases =\n    a = openai/model-a\n    b = openai/model-b\n"
-        f"mcp_model_params =\n    a = {params}\n    b = {params}\n"
+        "[pytest]\nmcp_model_aliases =\n    a = openai/model-a\n    b = openai/model-b\n    j = openai/judge\n"
+        f"mcp_model_params =\n    a = {params}\n    b = {params}\n    j = {params}\n{extra}"
     )
 
 
-def pytest_run(root: Path, *args: str) -> tuple[float, float]:
-    """(wall seconds of the whole command, seconds pytest reports for the session)."""
+@contextmanager
+def model_server(script: dict[str, object], latency: float) -> Iterator[str]:
+    """The scripted model server in its own process (so its CPU is not ours); yields its api_base."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(script, handle)
+    proc = subprocess.Popen([PY, "-m", "pytest_mcpeval.testing", "--latency", str(latency), "--script", handle.name],
+                            stdout=subprocess.PIPE, text=True, env=ENV)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait()
+        os.unlink(handle.name)
+
+
+def pytest_run(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """``(wall seconds of the command, seconds pytest reports for the session)``."""
     started = time.perf_counter()
-    done = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=root,
-                          capture_output=True, text=True)
+    done = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args], cwd=root,
+                          capture_output=True, text=True, env={**ENV, **(env or {})})
     wall = time.perf_counter() - started
-    match = re.search(r" in ([\d.]+)s", done.stdout.splitlines()[-1] if done.stdout else "")
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    match = re.search(r" in ([\d.]+)s", last)
     if done.returncode not in (0, 5) or match is None:
         sys.exit(f"pytest {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     return wall, float(match.group(1))
 
 
-def bench_efficiency(root: Path, n: int, latency: float, concurrency: int, *xdist: str) -> dict[str, float]:
-    wall, session = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={concurrency}",
-                               *xdist)
-    ideal = n * latency / concurrency
-    return {"ideal_s": ideal, "session_s": session, "wall_s": wall, "efficiency": ideal / session}
+def python_run(args: list[str], root: Path) -> dict[str, float]:
+    """Python with ``args`` in a fresh interpreter (offline litellm); the script prints a JSON object of figures
+    last."""
+    started = time.perf_counter()
+    done = subprocess.run([PY, *args], cwd=root, capture_output=True, text=True, env={**ENV, **OFFLINE})
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"benchmark script failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["wall_s"] = wall
+    return figures
 
 
-def bench_sequential(root: Path, api_base: str, sample: int) -> float:
-    """Seconds per call of a naive loop (one litellm call after another), measured on a sample."""
-    code = f"""
-import json, os, time
-os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"; os.environ["LITELLM_OFFLINE_MODE"] = "true"
+# -- the bare loops (what litellm itself costs) ---------------------------------------------------------------
+
+BARE_LOOP = """
+import json, sys, time
+from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
+started = time.perf_counter()
 import litellm
-from pytest_mcpeval.catalog import catalog_from_json
-tools = catalog_from_json(json.load(open("tools.json"))).openai_tools
-start = time.perf_counter()
+imported = time.perf_counter()
+API_BASE, CASES, C, PROCESSES = {api_base!r}, {cases}, {concurrency}, {processes}
+TOOLS = [{{"type": "function", "function": {{"name": t["name"], "description": t.get("description", ""),
+          "parameters": t["inputSchema"]}}}} for t in json.load(open("evals/tools.json"))]
+
+def call(model, i):
+    tool = TOOLS[i % len(TOOLS)]["function"]["name"]
+    litellm.completion(model=model, api_base=API_BASE, api_key="none", num_retries=0, temperature=0, tools=TOOLS,
+                       messages=[{{"role": "user", "content": f"please use {{tool}} for request c{{i}}"}}])
+
+def share(part, parts):
+    # this process's calls: every model's calls, C // parts in flight per model (each model its own pool)
+    pools = [ThreadPoolExecutor(max(1, C // parts)) for _ in ("a", "b")]
+    futures = [pool.submit(call, f"openai/model-{{m}}", i) for i in range(part, CASES, parts)
+               for m, pool in zip("ab", pools)]
+    for future in futures:
+        future.result()
+    return len(futures)
+
+if __name__ == "__main__":
+    if PROCESSES == 1:
+        made = share(0, 1)
+    else:  # a process per core, each an ordinary thread-pool loop on its share of the calls
+        import multiprocessing
+        with ProcessPoolExecutor(PROCESSES, mp_context=multiprocessing.get_context("forkserver")) as pool:
+            made = sum(pool.map(share, range(PROCESSES), [PROCESSES] * PROCESSES))
+    done = time.perf_counter()
+    print(json.dumps({{"calls": made, "import_s": imported - started, "loop_s": done - imported}}))
+"""
+
+
+def bare_loop(root: Path, api_base: str, cases: int, concurrency: int, processes: int = 1) -> dict[str, float]:
+    """The loop as a script file (a process pool's workers import the main module by its path)."""
+    path = root / "bare_loop.py"
+    path.write_text(BARE_LOOP.format(api_base=api_base, cases=cases, concurrency=concurrency, processes=processes))
+    return python_run([str(path)], root)
+
+
+NAIVE_LOOP = """
+import json, time
+import litellm
+TOOLS = [{{"type": "function", "function": {{"name": t["name"], "description": t.get("description", ""),
+          "parameters": t["inputSchema"]}}}} for t in json.load(open("evals/tools.json"))]
+started = time.perf_counter()
 for i in range({sample}):
-    litellm.completion(model="openai/model-a", api_base="{api_base}", api_key="none", num_retries=0, tools=tools,
-                       messages=[{{"role": "user", "content": f"list the issues of project P{{i}}"}}])
-print((time.perf_counter() - start) / {sample})
+    tool = TOOLS[i % len(TOOLS)]["function"]["name"]
+    litellm.completion(model="openai/model-a", api_base={api_base!r}, api_key="none", num_retries=0, tools=TOOLS,
+                       messages=[{{"role": "user", "content": f"please use {{tool}} for request c{{i}}"}}])
+print(json.dumps({{"per_call_s": (time.perf_counter() - started) / {sample}}}))
 """
-    out = subprocess.run([PY, "-c", code], cwd=root, capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
 
 
-def bench_call_cpu(root: Path, api_base: str, calls: int = 60) -> float:
-    """CPU seconds litellm spends on one call (server answers at once): the floor under (a)."""
-    code = f"""
-import json, os, time
-os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"; os.environ["LITELLM_OFFLINE_MODE"] = "true"
-from pytest_mcpeval.catalog import catalog_from_json
-from pytest_mcpeval.models.config import ModelSpec
-from pytest_mcpeval.models.litellm_client import complete
-tools = catalog_from_json(json.load(open("tools.json"))).openai_tools
-model = ModelSpec("a", "openai/model-a", {{"api_base": "{api_base}", "api_key": "none"}})
-complete(model, [{{"role": "user", "content": "warm up"}}], tools)
-start = time.process_time()
-for i in range({calls}):
-    complete(model, [{{"role": "user", "content": f"list the issues of project P{{i}}"}}], tools)
-print((time.process_time() - start) / {calls})
+# -- the sections -----------------------------------------------------------------------------------------------
+
+def ratio_row(name: str, value: float, target: float, detail: str, at_least: bool = True) -> Row:
+    sign = ">=" if at_least else "<="
+    ok = value >= target if at_least else value <= target
+    return Row(name, f"{value:.2f} ({detail})", f"{sign} {target:g}", ok)
+
+
+IMPORT_TIME = """
+import json, time
+started = time.perf_counter()
+import litellm
+print(json.dumps({"import_s": time.perf_counter() - started}))
 """
-    env = {**os.environ}
-    out = subprocess.run([PY, "-c", code], cwd=root, capture_output=True, text=True, check=True, env=env)
-    return float(out.stdout.strip().splitlines()[-1])
 
 
-def bench_replay(root: Path, n: int) -> dict[str, float]:
-    pytest_run(root, "--mcp-models=a")  # record (mode new)
-    replay = min(pytest_run(root, "--mcp-models=a", "--mcp-record=none")[0] for _ in range(3))
+def efficiency(sizes: Sizes, work: Path, extra: tuple[str, ...] = ()) -> Iterator[Row]:
+    tools = catalog(sizes.tools)
+    n, c = sizes.cases, sizes.concurrency
+    root = work / "efficiency"
+    script = write_cases(root, n, sizes.files, tools)
+    imported = min(python_run(["-c", IMPORT_TIME], root)["import_s"] for _ in range(sizes.repeats))
+    yield Row("efficiency: import litellm (a model call waits for it; it overlaps the collection)",
+              f"{imported:.2f} s, best of {sizes.repeats}")
+    modes: list[tuple[str, tuple[str, ...]]] = [("", ())] + ([(", -n 2", ("-n", "2"))] if sizes.xdist else [])
+    for latency in sizes.latencies:
+        target = 0.95 if latency >= 2 else 0.9
+        with model_server(script, latency) as api_base:
+            write_ini(root, api_base)
+            for label, xdist in modes:
+                wall, session = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={c}",
+                                           *xdist, *extra)
+                ideal = n * latency / c
+                # no run can beat: the import before the first call, then whole waves of C calls of L each
+                bound = ideal / (imported + -(-n // c) * latency)
+                yield ratio_row(f"efficiency: {n} cases x 2 models, {sizes.tools} tools, L={latency:g} s, C={c}{label}",
+                                ideal / session, target,
+                                f"ideal {ideal:.2f} s / evaluation {session:.2f} s; wall {wall:.2f} s, "
+                                f"{ideal / wall:.2f} of it; at most {bound:.2f} after the import")
+
+
+def cpu(sizes: Sizes, work: Path) -> Iterator[Row]:
+    tools = catalog(sizes.tools)
+    n, c, latency = sizes.cases, sizes.concurrency, sizes.cpu_latency
+    root = work / "cpu"
+    script = write_cases(root, n, sizes.files, tools)
+    cores = os.cpu_count() or 1
+    with model_server(script, latency) as api_base:
+        write_ini(root, api_base)
+        bare = bare_loop(root, api_base, n, c)
+        ours, ours_session = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={c}",
+                                        "--mcp-processes=0")
+        spread = bare_loop(root, api_base, n, c, processes=cores)
+        per_core, per_core_session = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off",
+                                                f"--mcp-concurrency={c}", f"--mcp-processes={cores}")
+    what = f"{n} cases x 2 models, {sizes.tools} tools, L={latency:g} s, C={c}"
+    yield Row(f"cpu: bare litellm loop, one process ({what})",
+              f"wall {bare['wall_s']:.2f} s (import {bare['import_s']:.2f} s + calls {bare['loop_s']:.2f} s)")
+    yield ratio_row("cpu: bare loop wall / plugin wall, calls in the pytest process (--mcp-processes=0)",
+                    bare["wall_s"] / ours, 0.85,
+                    f"{bare['wall_s']:.2f} s / {ours:.2f} s; evaluation {ours_session:.2f} s")
+    yield Row(f"cpu: bare litellm loop, a process per core ({cores})",
+              f"wall {spread['wall_s']:.2f} s; {bare['wall_s'] / spread['wall_s']:.2f}x the one-process loop")
+    yield ratio_row(f"cpu: bare loop wall / plugin wall, a process per core (--mcp-processes={cores})",
+                    bare["wall_s"] / per_core, 1.5,
+                    f"{bare['wall_s']:.2f} s / {per_core:.2f} s; evaluation {per_core_session:.2f} s")
+
+
+def replay(sizes: Sizes, work: Path) -> Iterator[Row]:
+    n = sizes.replay_cases
+    root = work / "replay"
+    tools = catalog(10_000)
+    script = write_cases(root, n, 1, tools, prefix="r")
+    with model_server(script, 0.0) as api_base:
+        write_ini(root, api_base)
+        pytest_run(root, "--mcp-models=a", "--mcp-concurrency=32")  # records (mode new)
+    probe = root / "conftest.py"
+    times = []
+    for _ in range(sizes.repeats):
+        times.append(pytest_run(root, "--mcp-models=a", "--mcp-record=none")[0])
+    probe.write_text(IMPORT_PROBE)
+    pytest_run(root, "--mcp-models=a", "--mcp-record=none")
+    heavy = json.loads((root / "imported.json").read_text())
+    probe.unlink()
     plain = root / "plain"
     plain.mkdir(exist_ok=True)
     (plain / "test_trivial.py").write_text("".join(f"def test_{i}():\n    assert True\n" for i in range(n)))
     (plain / "pytest.ini").write_text("[pytest]\n")
-    baseline = min(pytest_run(plain, "-p", "no:mcpeval")[0] for _ in range(3))
-    return {"replay_s": replay, "plain_s": baseline, "ratio": replay / baseline}
+    baseline = min(pytest_run(plain, "-p", "no:mcpeval")[0] for _ in range(sizes.repeats))
+    ours = min(times)
+    yield ratio_row(f"replay: {n} cached cases, {len(tools)}-tool catalog / {n} trivial tests", ours / baseline, 1.5,
+                    f"{ours:.2f} s vs {baseline:.2f} s, best of {sizes.repeats}", at_least=False)
+    yield Row("replay: model libraries imported by the replay", ", ".join(heavy) or "none", "none", not heavy)
 
 
-def bench_collect_overhead() -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "pytest.ini").write_text("[pytest]\n")
-        (root / "test_some.py").write_text("def test_a():\n    pass\n")
-        with_plugin, without = [], []
-        for _ in range(5):
-            with_plugin.append(pytest_run(root, "--collect-only")[0])
-            without.append(pytest_run(root, "--collect-only", "-p", "no:mcpeval")[0])
-    return {"with_s": statistics.median(with_plugin), "without_s": statistics.median(without),
-            "overhead_s": statistics.median(with_plugin) - statistics.median(without)}
+# written as the replay project's conftest.py: which model libraries the session imported, at its end
+IMPORT_PROBE = """
+import json, sys
+HEAVY = ("litellm", "openai", "tiktoken", "tokenizers", "transformers", "torch", "sentence_transformers")
+def pytest_unconfigure(config):
+    found = sorted(m for m in HEAVY if m in sys.modules)
+    (config.rootpath / "imported.json").write_text(json.dumps(found))
+"""
 
 
-def bench_aggregate(n: int = 100_000) -> dict[str, float]:
+def flows(sizes: Sizes, work: Path) -> Iterator[Row]:
+    n, c = sizes.flows, sizes.concurrency
+    latency = sizes.flow_latency
+    root = work / "flows"
+    script = write_flows(root, n, catalog(sizes.tools))
+    with model_server(script, latency) as api_base:
+        write_ini(root, api_base, f"mcp_concurrency =\n    j = {c}\n")
+        wall, session = pytest_run(root, "--mcp-models=a", "--mcp-judge-model=j", "--mcp-record=off",
+                                   f"--mcp-concurrency={c}")
+    ideal = n * 4 * latency / c
+    yield ratio_row(f"flows: {n} flows x 4 turns + a judged claim each, L={latency:g} s, C={c}", ideal / session, 0.85,
+                    f"ideal {ideal:.2f} s / evaluation {session:.2f} s; wall {wall:.2f} s")
+
+
+def collect(sizes: Sizes, work: Path) -> Iterator[Row]:
+    root = work / "collect"
+    write_cases(root, sizes.collect_cases, sizes.collect_files, catalog(sizes.tools))
+    write_ini(root, "http://127.0.0.1:9/v1")
+    walls = [pytest_run(root, "--collect-only", "--mcp-models=a") for _ in range(sizes.repeats)]
+    wall, session = min(walls)
+    yield ratio_row(f"collect: --collect-only of {sizes.collect_cases:,} cases in {sizes.collect_files} files", wall,
+                    3.0, f"wall, best of {sizes.repeats}; pytest says {session:.2f} s", at_least=False)
+
+
+def report(sizes: Sizes) -> Iterator[Row]:
+    from pytest_mcpeval.gate.thresholds import catalog_failures, check_names, evaluate, parse_threshold
+    from pytest_mcpeval.redact import Redactor
     from pytest_mcpeval.report.model import build_report
 
+    n = sizes.report_results
     rng = random.Random(7)
-    tools = [f"tool_{i}" for i in range(40)] + ["(none)"]
-    results = []
+    tools = [f"tool_{i}" for i in range(40)]
+    labels = [*tools, "(none)"]
+    results: list[dict[str, object]] = []
     for i in range(n):
-        expected = rng.choice(tools)
-        called = expected if rng.random() < 0.8 else rng.choice(tools)
+        expected = rng.choice(labels)
+        called = expected if rng.random() < 0.8 else rng.choice(labels)
         correct = expected == called
         args = {"malformed": None, "hallucinated": [], "missing_required": [], "missing_expected": [],
                 "unexpected": [], "mismatched": [], "hallucination": rng.random() < 0.05, "all_required": True,
                 "all_expected": True, "exact": rng.random() < 0.9} if correct and expected != "(none)" else None
-        results.append({"file": "bench.mcpeval.yaml", "line": i, "id": f"c{i}", "model": f"m{i % 2}",
-                        "repeat": 0, "error": None, "expected": [{"tool": expected}], "expected_label": expected,
-                        "called": [{"tool": called, "args": {}}], "called_label": called, "correct": correct,
-                        "passed": correct, "arguments": args, "diagnosis": None if correct else "wrong_tool",
-                        "catalog": "x", "usage": {"prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.0001,
-                                                  "cached": False, "attempts": 1}, "latency_s": 0.2})
-    started = time.perf_counter()
-    build_report(results, {"x": tools[:-1]}, ["m0", "m1"])
-    return {"cases": n, "seconds": time.perf_counter() - started}
+        results.append({"file": "bench.mcpeval.yaml", "line": i, "id": f"c{i}", "model": f"m{i % 2}", "repeat": 0,
+                        "tags": [], "error": None,
+                        "expected": [] if expected == "(none)" else [{"tool": expected}], "expected_label": expected,
+                        "called": [] if called == "(none)" else [{"tool": called, "args": {}}],
+                        "called_label": called, "correct": correct, "passed": correct, "arguments": args,
+                        "diagnosis": None if correct else "wrong_tool", "catalog": "x",
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "cost_usd": 0.0001, "cached": False,
+                                  "attempts": 1}, "latency_s": 0.2})
+    catalogs = {"x": {"server": "tools_file: tools.json", "tokens": 40 * 120,
+                      "tools": {t: {"hash": f"{i:016x}", "description": t, "tokens": 120}
+                                for i, t in enumerate(tools)}}}
+    thresholds = [parse_threshold(line, "bench") for line in
+                  ("accuracy >= 0.7", "macro_f1 >= 0.6", "f1[tool_3] >= 0.5", "hallucination_rate <= 0.1")]
+    build_report(results[:100], catalogs, ["m0", "m1"])  # type: ignore[arg-type]  # imports (numpy, scipy) apart
+    redactor = Redactor.for_run([{"api_key": "sk-not-a-real-key-0123456789"}])
+    times: list[float] = []
+    redacting: list[float] = []
+    for _ in range(sizes.repeats):
+        started = time.perf_counter()
+        built = build_report(results, catalogs, ["m0", "m1"])  # type: ignore[arg-type]
+        failures = check_names(thresholds, set(tools), {"m0", "m1"}) + evaluate(thresholds, built["models"])
+        failures += catalog_failures(catalogs, 10_000)  # type: ignore[arg-type]
+        gated = time.perf_counter()
+        redactor.data(built)  # what the session does before it writes or prints the report
+        times.append(time.perf_counter() - started)
+        redacting.append(time.perf_counter() - gated)
+    best = times.index(min(times))
+    yield ratio_row(f"report: build, gate and redact the report of {n:,} case results", times[best], 1.0,
+                    f"seconds, best of {sizes.repeats}, of which redaction {redacting[best]:.2f} s; "
+                    f"{len(failures)} gate failures", at_least=False)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", type=int, default=1000)
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--sample", type=int, default=100, help="calls of the sequential loop actually made")
-    args = parser.parse_args()
-    n, latency, concurrency = args.cases, args.latency, args.concurrency
-    rows: list[tuple[str, str, str, bool]] = []
+def startup(sizes: Sizes, work: Path) -> Iterator[Row]:
+    root = work / "startup"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "test_some.py").write_text("def test_a():\n    pass\n")
+    runs = 2 * sizes.repeats - 1
+    with_plugin = statistics.median(pytest_run(root, "--collect-only")[0] for _ in range(runs))
+    without = statistics.median(pytest_run(root, "--collect-only", "-p", "no:mcpeval")[0] for _ in range(runs))
+    yield Row("startup: --collect-only without benchmark files, plugin vs -p no:mcpeval",
+              f"{with_plugin - without:+.3f} s ({with_plugin:.2f} s vs {without:.2f} s, median of {runs})", "<= +0.3 s",
+              with_plugin - without <= 0.3)
+
+
+def naive(sizes: Sizes, work: Path) -> Iterator[Row]:
+    tools = catalog(sizes.tools)
+    n, c = sizes.cases, sizes.concurrency
+    latency = sizes.naive_latency
+    root = work / "naive"
+    script = write_cases(root, n, sizes.files, tools)
+    with model_server(script, latency) as api_base:
+        write_ini(root, api_base)
+        sample = python_run(["-c", NAIVE_LOOP.format(api_base=api_base, sample=sizes.naive_sample)], root)
+        ours, _ = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={c}")
+    loop = sample["per_call_s"] * 2 * n
+    yield Row(f"naive: a sequential loop vs the plugin, {n} cases x 2 models, L={latency:g} s",
+              f"{loop / ours:.1f}x slower ({sample['per_call_s'] * 1000:.0f} ms/call x {2 * n} calls = {loop:.0f} s, "
+              f"from {sizes.naive_sample} calls; ours {ours:.2f} s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the smallest sizes: checks that every section runs")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections ({', '.join(SECTIONS)})")
+    parser.add_argument("--extra", default="", help="more pytest arguments for the efficiency runs")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="change one size, e.g. --set cases=300 --set latencies=1,2 --set xdist=0")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    for assignment in args.set:
+        name, _, value = assignment.partition("=")
+        kind = type(getattr(sizes, name, None))
+        if kind is type(None):
+            parser.error(f"--set {assignment}: no size {name!r}; expected one of {', '.join(vars(sizes))}")
+        parsed = (tuple(float(v) for v in value.split(",")) if kind is tuple else bool(int(value)) if kind is bool
+                  else kind(value))
+        sizes = replace(sizes, **{name: parsed})
+    chosen = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section {', '.join(unknown)}; expected some of {', '.join(SECTIONS)}")
+    sections: dict[str, Callable[[Path], Iterator[Row]]] = {
+        "efficiency": lambda work: efficiency(sizes, work, tuple(args.extra.split())),
+        "cpu": lambda work: cpu(sizes, work),
+        "replay": lambda work: replay(sizes, work),
+        "flows": lambda work: flows(sizes, work),
+        "collect": lambda work: collect(sizes, work),
+        "report": lambda work: report(sizes),
+        "startup": lambda work: startup(sizes, work),
+        "naive": lambda work: naive(sizes, work),
+    }
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    if args.quick:
+        print("--quick: every section at its smallest size, to check that it runs; its figures mean nothing")
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        write_suite(root, n)
-        proc, api_base = start_server(root, latency)
-        try:
-            write_ini(root, api_base)
-            ours = float("inf")
-            for label, xdist in (("", ()), (", -n 2", ("-n", "2"))):
-                eff = bench_efficiency(root, n, latency, concurrency, *xdist)
-                ours = min(ours, eff["wall_s"])
-                rows.append((f"(a) efficiency, {n} cases x 2 models, L={latency * 1000:.0f} ms, C={concurrency}{label}",
-                             f"{eff['efficiency']:.2f} (ideal {eff['ideal_s']:.2f} s / session {eff['session_s']:.2f}"
-                             f" s; wall {eff['wall_s']:.2f} s)", ">= 0.8", eff["efficiency"] >= 0.8))
-            slow, slow_base = start_server(root, 1.0)  # a provider's typical latency: ~1 s per call
-            try:
-                write_ini(root, slow_base)
-                eff = bench_efficiency(root, n, 1.0, concurrency, "-n", "2")
-                rows.append(("(a') the same at L=1000 ms, -n 2",
-                             f"{eff['efficiency']:.2f} (ideal {eff['ideal_s']:.2f} s / session {eff['session_s']:.2f}"
-                             f" s; wall {eff['wall_s']:.2f} s)", ">= 0.8", eff["efficiency"] >= 0.8))
-            finally:
-                slow.terminate()
-                slow.wait()
-                write_ini(root, api_base)
-            cpu = bench_call_cpu(root, api_base)
-            rows.append(("    CPU per call in litellm (one core; bounds (a) on this machine)",
-                         f"{cpu * 1000:.1f} ms -> {2 * n} calls need >= {2 * n * cpu / os.cpu_count():.1f} s on "
-                         f"{os.cpu_count()} cores", "-", True))
-            per_call = bench_sequential(root, api_base, args.sample)
-            sequential = per_call * n * 2
-            ratio = sequential / ours
-            rows.append(("(b) naive sequential loop vs ours",
-                         f"{ratio:.1f}x slower ({per_call * 1000:.0f} ms/call x {2 * n} calls = {sequential:.0f} s, "
-                         f"from {args.sample} calls)", ">= 25x", ratio >= 25))
-            rep = bench_replay(root, n)
-            rows.append((f"(c) cached replay of {n} cases vs {n} trivial tests",
-                         f"{rep['ratio']:.2f}x ({rep['replay_s']:.2f} s vs {rep['plain_s']:.2f} s)", "<= 1.5x",
-                         rep["ratio"] <= 1.5))
-        finally:
-            proc.terminate()
-            proc.wait()
-    col = bench_collect_overhead()
-    rows.append(("(d) --collect-only, plugin vs -p no:mcpeval",
-                 f"+{col['overhead_s']:.3f} s ({col['with_s']:.2f} s vs {col['without_s']:.2f} s)", "<= +0.3 s",
-                 col["overhead_s"] <= 0.3))
-    agg = bench_aggregate()
-    rows.append((f"(e) aggregate {agg['cases']:,} case results", f"{agg['seconds']:.2f} s", "<= 1 s",
-                 agg["seconds"] <= 1.0))
-    width = max(len(r[0]) for r in rows)
-    print(f"\n{'benchmark':<{width}}  {'measured':<70}  target    ok")
-    for name, measured, target, ok in rows:
-        print(f"{name:<{width}}  {measured:<70}  {target:<8}  {'yes' if ok else 'NO'}")
+        for name in chosen:
+            for row in sections[name](Path(tmp)):
+                rows.append(row)
+                met = "-" if row.ok is None else "met" if row.ok else "NOT MET"
+                print(f"  {row.name}: {row.measured}  [{row.target}: {met}]", flush=True)
+    width = max(len(r.name) for r in rows)
+    print(f"\n{'benchmark':<{width}}  {'target':<10}  {'met':<4}  measured")
+    for r in rows:
+        print(f"{r.name:<{width}}  {r.target:<10}  {'-' if r.ok is None else 'yes' if r.ok else 'NO':<4}  {r.measured}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -41,6 +41,11 @@ _SHAPES = [
     # a key as the user part of a URL (a Sentry-style DSN: https://<key>@host/1)
     (re.compile(r"(?i)\b(https?://)[A-Za-z0-9]{16,}@"), rf"\1{MASK}@"),
 ]
+# A superset of what every pattern of _SHAPES needs in a text: a text without any of these matches none of
+# them, and most strings of a report (ids, tool names, paths, short answers) have none: they cost one search.
+_MAYBE_SHAPED = re.compile(r"(?i)://|[?&#;][\w.-]*=|\b(?:bearer|basic|token)\s|sk-|gh[opsu]_|github_pat_"
+                           r"|xox[abprs]-|glpat-|hf_|akia|k_(?:live|test)_")
+_CACHED = 256  # strings up to this length are remembered: a report repeats its file names, tools and models
 # environment variables whose names look secret but hold none (the working directory, sockets, sessions)
 NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER", "DBUS_SESSION_BUS_ADDRESS",
                             "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP",
@@ -83,6 +88,7 @@ class Redactor:
         # longest first: a secret that contains another is masked whole
         self.values = sorted(found, key=lambda v: (-len(v), v))
         self._values = re.compile("|".join(re.escape(v) for v in self.values)) if self.values else None
+        self._seen: dict[str, str] = {}
 
     @classmethod
     def for_run(cls, params: Iterable[Mapping[str, Any]] = (), environ: Mapping[str, str] | None = None) -> Redactor:
@@ -97,11 +103,20 @@ class Redactor:
         return cls(values)
 
     def text(self, text: str) -> str:
+        short = len(text) <= _CACHED
+        if short and text in self._seen:
+            return self._seen[text]
+        out = text
         if self._values is not None:
-            text = self._values.sub(MASK, text)
-        for pattern, replacement in _SHAPES:
-            text = pattern.sub(replacement, text)
-        return text
+            out = self._values.sub(MASK, out)
+        if _MAYBE_SHAPED.search(out):
+            for pattern, replacement in _SHAPES:
+                out = pattern.sub(replacement, out)
+        if short:
+            if len(self._seen) > 100_000:  # bounded: a run of unique short strings does not grow it for ever
+                self._seen.clear()
+            self._seen[text] = out
+        return out
 
     def data(self, value: T) -> T:
         """A copy of builtin data (dicts, lists, strings) with every string redacted; keys are kept."""

@@ -51,3 +51,25 @@ def test_data_masks_keys_and_values_and_keeps_non_strings() -> None:
 def test_a_longer_secret_containing_a_shorter_one_is_masked_whole() -> None:
     redactor = Redactor(["abcdefgh", "abcdefgh-ijklmnop"])
     assert redactor.text("x abcdefgh-ijklmnop y abcdefgh") == f"x {MASK} y {MASK}"
+
+
+def test_the_quick_filter_never_skips_a_shape() -> None:
+    """The pre-check that lets most strings skip the shape patterns is a superset of them: on seeded random
+    texts built from every shape's pieces, masking with it equals applying every pattern."""
+    import random
+
+    from pytest_mcpeval.redact import _SHAPES
+
+    pieces = ["https://", "http://", "user:", "pw@", "@", "?", "&", "#", ";", "token=", "api_key=", "Sig=", "x=",
+              "Bearer ", "BASIC ", "token ", "sk-", "sk-ant-", "ghp_", "GHP_", "github_pat_", "xoxb-", "glpat-",
+              "hf_", "AKIA", "rk_live_", "pk_test_", "abcdefghijklmnopqrstuvwxyz0123", "ABCDEFGHIJKLMNOP", " ", "/",
+              ".", "-", "_", "é", "\n"]
+    rng = random.Random(20261130)
+    redactor = Redactor(["s3cr3t-value-1234"])
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        full = text.replace("s3cr3t-value-1234", "REDACTED")
+        for pattern, replacement in _SHAPES:
+            full = pattern.sub(replacement, full)
+        assert redactor.text(text) == full, text
+        assert redactor.text(text) == full  # and from the memo

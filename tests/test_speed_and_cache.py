@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import GITHUB_TOOLS, get_me_cases, make_project, read_report, run
+from conftest import GITHUB_TOOLS, get_me_cases, make_project, read_report, run, run_subprocess
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
@@ -22,7 +22,7 @@ def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pyt
 
 
 def cache_files(pytester: pytest.Pytester) -> list[Path]:
-    return sorted((pytester.path / ".mcpeval" / "cache").rglob("*.json"))
+    return sorted((pytester.path / ".mcpeval" / "cache").rglob("*.json"))  # the entries (not the .tokens files)
 
 
 def test_calls_run_concurrently(project: pytest.Pytester, model_server: ScriptedModelServer,
@@ -161,3 +161,106 @@ def test_cost_from_the_offline_cost_map(pytester: pytest.Pytester, model_server:
     usage = read_report(pytester)["models"]["openai/gpt-4o-mini"]["usage"]
     assert usage["priced_calls"] == 2 and usage["cost_usd"] > 0
     assert usage["prompt_tokens"] > 1000  # the full catalog travels with every request
+
+
+# -- speed: the whole request hashed once per catalog, replays without litellm, the pipe kept full ----------------
+
+def test_the_request_key_is_the_hash_of_the_whole_request() -> None:
+    """The key hashes the tool list's canonical text made once per catalog: the same digest as hashing the
+    whole request at once, so caches recorded before stay valid."""
+    import hashlib
+
+    from pytest_mcpeval.catalog import catalog_from_json
+    from pytest_mcpeval.models.config import ModelRegistry
+    from pytest_mcpeval.run.cache import ENTRY_VERSION, request_key
+    from pytest_mcpeval.text import canonical_json
+
+    model = ModelRegistry.from_ini([], ['m = {"api_key": "k", "api_base": "http://x", "max_tokens": 9}']).resolve("m")
+    messages = [{"role": "system", "content": "é"}, {"role": "user", "content": "q"}]
+    for tools in (catalog_from_json(json.loads(GITHUB_TOOLS.read_text())).openai_tools, []):
+        whole = {"v": ENTRY_VERSION, "model": "m", "params": {"temperature": 0, "max_tokens": 9},
+                 "messages": messages, "tools": tools, "repeat": 2}
+        assert request_key(model, messages, tools, 2) == hashlib.sha256(canonical_json(whole).encode()).hexdigest()
+
+
+REPLAY_PROBE = """
+import json, sys
+def pytest_unconfigure(config):
+    heavy = ("litellm", "openai", "tiktoken", "tokenizers", "transformers", "torch", "sentence_transformers")
+    found = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+    (config.rootpath / "imported.json").write_text(json.dumps(found))
+"""
+
+
+def test_a_replay_imports_no_model_library(project: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """A cache-only replay (what CI runs on every push) costs what plain tests cost: no litellm (seconds to
+    import), no tokenizer (the catalog's token counts are kept with the cache), no params_sent from litellm."""
+    assert run(project, "--mcp-models=fake", "--mcp-report=recorded.json").ret == 0
+    assert sorted(p.name for p in (project.path / ".mcpeval" / "cache" / "catalog-tokens").iterdir()) == [
+        f"{read_report(project, 'recorded.json')['cases'][0]['catalog']}.tokens"]
+    (project.path / "conftest.py").write_text(REPLAY_PROBE)
+    result = run_subprocess(project, "--mcp-models=fake", "--mcp-record=none", "--mcp-report=replayed.json")
+    result.stdout.fnmatch_lines([f"*{N} passed*"])
+    assert json.loads((project.path / "imported.json").read_text()) == []
+    recorded, replayed = read_report(project, "recorded.json"), read_report(project, "replayed.json")
+    assert replayed["catalogs"] == recorded["catalogs"]  # token counts included, read back from the cache
+    assert replayed["catalogs"][recorded["cases"][0]["catalog"]]["tokens"] == 30_780  # o200k_base, 117 tools
+    assert replayed["run"]["models"] == recorded["run"]["models"]  # params_sent from the entries
+    assert len(model_server.requests) == N
+
+
+def test_every_call_of_the_session_is_made_ahead(pytester: pytest.Pytester,
+                                                 model_server: ScriptedModelServer) -> None:
+    """Without an mcp_server override the calls of every file are submitted when the first case runs, so the
+    pipe does not drain between files; with one, per file (its items share the override's value)."""
+    files = {f"{d}/bench.mcpeval.yaml": get_me_cases(4, d) for d in "ab"}
+    make_project(pytester, model_server, files)
+    for d in "ab":
+        (pytester.path / d / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}], "delay": 0.4})
+    assert run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-concurrency=8").ret == 0
+    assert model_server.max_in_flight == 8  # both files' calls at once
+    (pytester.path / "b" / "conftest.py").write_text(
+        "import pytest\n@pytest.fixture(scope='session')\ndef mcp_server():\n    return None\n")
+    model_server.max_in_flight = 0
+    assert run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-concurrency=8").ret == 0
+    assert model_server.max_in_flight == 4  # one file at a time
+
+
+def test_turns_of_different_flows_interleave(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """Each flow runs on a thread of its own, so its later turns overlap other flows' (before, only the first
+    turns were made ahead and the rest one flow after another); the model's concurrency still holds."""
+    cases = "".join(f"  - id: f{i}\n    input: flow {i}\n    expect: [{{tool: get_me}}]\n"
+                    f"    mocks: {{get_me: [{{result: {{text: me}}}}]}}\n" for i in range(8))
+    make_project(pytester, model_server, {"flows.mcpeval.yaml": "server: {tools_file: tools.json}\ncases:\n" + cases})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    model_server.flow("*", [{"name": "get_me", "arguments": {}}], {"content": "You are octocat.", "delay": 0.4})
+    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-concurrency=4", "--mcp-report=report.json")
+    assert result.ret == 0
+    assert [c["turns"] for c in read_report(pytester)["cases"]] == [2] * 8
+    assert len(model_server.requests) == 16 and model_server.max_in_flight == 4  # the slow second turns at once
+
+
+def test_calls_made_in_worker_processes(project: pytest.Pytester, model_server: ScriptedModelServer,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--mcp-processes: litellm's calls are made by worker processes, with the same results, cache and budget."""
+    from pytest_mcpeval.models import litellm_client
+
+    def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a call was made in the pytest process")
+
+    monkeypatch.setattr(litellm_client, "complete", not_here)  # the workers have their own, unpatched
+    model_server.latency = 0.2
+    result = run(project, "--mcp-models=fake", "--mcp-processes=1", "--mcp-concurrency=6", "--mcp-report=report.json")
+    result.stdout.fnmatch_lines([f"*{N} passed*"])
+    report = read_report(project)
+    assert len(model_server.requests) == N and len(cache_files(project)) == N
+    assert 1 < model_server.max_in_flight <= 6
+    assert report["run"]["models"]["fake"]["params_sent"] == {"api_base": model_server.api_base, "temperature": 0}
+    assert report["models"]["fake"]["usage"]["prompt_tokens"] > 0 and report["models"]["fake"]["accuracy"] == 1.0
+
+
+def test_a_bad_process_count_is_one_line(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--mcp-processes=all")
+    result.stderr.fnmatch_lines(["*--mcp-processes: 'all' is not auto or a whole number"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

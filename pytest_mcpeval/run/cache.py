@@ -43,15 +43,43 @@ MODES = ("new", "none", "all", "off")
 ENTRY_VERSION = 1
 # parameters that do not change what the model answers: left out of the key
 TRANSPORT_PARAMS = frozenset({"api_base", "base_url", "timeout", "num_retries", "max_retries", "request_timeout"})
-
-
+# beside the models' directories: the token counts of catalogs (models.tokens), as JSON in `<digest>.tokens` files
+# (not `.json`: the entries are the `.json` files of the cache)
+TOKENS_DIR = "catalog-tokens"
+TOKENS_VERSION = 1  # of how a tool is counted (its OpenAI form, keys sorted): a change makes counts stale
 
 
 def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], repeat: int) -> str:
+    """The SHA-256 of the canonical JSON of ``{"messages", "model", "params", "repeat", "tools", "v"}``.
+
+    The tool list is the bulk of a request (100 KB for a catalog of a hundred tools) and the same for every
+    case of a catalog, so its canonical text is made once per list (:func:`_tools_text`) and hashed in
+    place: the same digest as hashing the whole document at once, which existing caches were keyed by."""
     params = {k: v for k, v in model.params.items() if k not in TRANSPORT_PARAMS and not SECRET_PARAM.search(k)}
-    material = {"v": ENTRY_VERSION, "model": model.target, "params": params, "messages": messages,
-                "tools": tools, "repeat": repeat}
-    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    head = canonical_json({"messages": messages, "model": model.target, "params": params, "repeat": repeat})
+    digest = hashlib.sha256(head[:-1].encode())  # the keys sort as messages, model, params, repeat, tools, v
+    digest.update(b',"tools":')
+    digest.update(_tools_text(tools))
+    digest.update(b',"v":%d}' % ENTRY_VERSION)
+    return digest.hexdigest()
+
+
+_TOOLS_TEXT: dict[int, tuple[list[dict[str, Any]], bytes]] = {}
+_TOOLS_TEXT_LOCK = threading.Lock()
+
+
+def _tools_text(tools: list[dict[str, Any]]) -> bytes:
+    """The canonical JSON of a tool list, made once per list object (a catalog's ``openai_tools``)."""
+    if not tools:
+        return b"[]"
+    found = _TOOLS_TEXT.get(id(tools))
+    if found is None or found[0] is not tools:  # a new list that took the id of one gone
+        found = (tools, canonical_json(tools).encode())
+        with _TOOLS_TEXT_LOCK:
+            if len(_TOOLS_TEXT) >= 64:  # catalogs of a run are few; keep it bounded all the same
+                _TOOLS_TEXT.clear()
+            _TOOLS_TEXT[id(tools)] = found
+    return found[1]
 
 
 def _slug(text: str) -> str:
@@ -68,9 +96,13 @@ class ResponseCache:
         self.corrupted: list[str] = []  # entries that could not be read (called again)
         self.unwritable: list[str] = []  # why entries could not be stored, once per reason (replies still used)
         self._lock = threading.Lock()
+        self._folders: dict[str, str] = {}  # model string -> its directory, as text
 
     def path(self, model: ModelSpec, key: str) -> Path:
-        return self.directory / _slug(model.target) / key[:2] / f"{key}.json"
+        folder = self._folders.get(model.target)
+        if folder is None:
+            folder = self._folders[model.target] = f"{self.directory}{os.sep}{_slug(model.target)}{os.sep}"
+        return Path(f"{folder}{key[:2]}{os.sep}{key}.json")
 
     def has(self, model: ModelSpec, key: str) -> bool:
         return self.path(model, key).is_file()
@@ -96,13 +128,34 @@ class ResponseCache:
 
     def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> bool:
         """Store ``entry``; ``False`` when it could not be written (the reason is in :attr:`unwritable`)."""
-        path = self.path(model, key)
         data = dict(entry)
         data["run"] = self.run_id
+        return self._write(self.path(model, key), data)
+
+    def read_tokens(self, encoding: str) -> dict[str, int]:
+        """Every token count this cache holds (the hash of a tool's counted text -> tokens; any mode but off)."""
+        found: dict[str, int] = {}
+        for path in sorted((self.directory / TOKENS_DIR).glob("*.tokens")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("v") == TOKENS_VERSION and data.get("encoding") == encoding:
+                    found.update({str(key): int(n) for key, n in data["tools"].items()})
+            except (OSError, ValueError, TypeError, KeyError, AttributeError):  # unreadable: counted again
+                continue
+        return found
+
+    def write_tokens(self, digest: str, encoding: str, counts: Mapping[str, int]) -> None:
+        """Keep a catalog's counts for the next run (modes new and all; ``none`` writes nothing)."""
+        if self.mode in ("new", "all"):
+            self._write(self.directory / TOKENS_DIR / f"{digest}.tokens",
+                        {"v": TOKENS_VERSION, "encoding": encoding, "tools": dict(counts)})
+
+    def _write(self, path: Path, data: Mapping[str, Any]) -> bool:
+        """Write ``data`` atomically (a temporary file, then ``os.replace``); ``False`` when it could not be."""
         try:
             payload = _encode(data)
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:8]}.", suffix=".tmp", dir=path.parent)
         except (OSError, ValueError, TypeError) as exc:
             self._note_unwritable(exc)
             return False

@@ -5,8 +5,10 @@ its reply is answered, in order, by a ``tool`` message carrying the call's id; a
 answers without a tool call (its text is the final answer) or ``max_turns`` model calls were made (the
 turn limit: no final answer; the last turn's calls are answered all the same, so every call of the
 transcript has its answer).  Each model call is a :class:`~pytest_mcpeval.run.dispatch.Unit` through the
-dispatcher, so it is cached by a key that hashes the whole conversation: a recorded flow replays offline,
-and turn 0 is the call the prefetch already made.  A call without a provider id (or with one the
+dispatcher, so it is cached by a key that hashes the whole conversation (a recorded flow replays offline)
+and made within the model's concurrency.  The prefetch runs each flow on a thread of its own
+(:meth:`~pytest_mcpeval.run.runtime.Runtime.prefetch`): a flow waiting for a turn, a tool or the judge holds
+none of the model's threads, and the turns of different flows interleave.  A call without a provider id (or with one the
 conversation already holds) gets :func:`call_id`.
 
 A call is answered by:
@@ -103,8 +105,9 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
     if ref.model.name not in runtime._reported_models:  # once per process, as single-call cases do
         from pytest_mcpeval.models import params_sent
 
-        runtime._reported_models.add(ref.model.name)
-        result["model_info"] = {"params_sent": params_sent(ref.model)}
+        runtime._reported_models.add(ref.model.name)  # a replay has them from the cache entry: no litellm import
+        known = next((r.params_sent for r in replies if r.params_sent is not None), None)
+        result["model_info"] = {"params_sent": known if known is not None else params_sent(ref.model)}
     result["trajectory"] = _capped(trajectory)
     result["final_answer"] = _cap(final)
     if final is not None and len(final) > CONTENT_CAP:
@@ -129,7 +132,7 @@ def _converse(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, tra
     unmatched: list[CalledTool] = []
     used: set[str] = set()  # tool-call ids of the conversation
     for turn in range(max_turns):
-        reply = runtime.dispatcher.get(unit)
+        reply = runtime.dispatcher.call(unit)  # waits without holding one of the model's threads
         replies.append(reply)
         if not reply.fills_arguments:
             raise CaseError(f"model {ref.model.name} ranks tools and cannot hold a conversation: a flow needs a "

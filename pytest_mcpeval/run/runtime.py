@@ -9,11 +9,15 @@ to its strategy: :mod:`~pytest_mcpeval.run.single` (one model call) or, for a fl
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.catalog import Catalog, catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_CONNECT_TIMEOUT
+from pytest_mcpeval.models import tokens
+from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.report.types import CaseResult
 from pytest_mcpeval.run import flow, single
 from pytest_mcpeval.run.case import (
@@ -26,6 +30,7 @@ from pytest_mcpeval.run.case import (
 )
 from pytest_mcpeval.run.dispatch import Dispatcher, Unit
 from pytest_mcpeval.run.exposure import Exposure, expose
+from pytest_mcpeval.run.pool import DaemonPool
 from pytest_mcpeval.servers import ServerError, ServerPool
 
 if TYPE_CHECKING:
@@ -46,6 +51,7 @@ class Runtime:
                 self.judge = settings.registry.resolve(settings.judge_model)
         self.pool = ServerPool(log_dir, connect_timeout)
         self.dispatcher = dispatcher
+        tokens.use_store(dispatcher.cache)  # token counts kept with the responses: a replay loads no tokenizer
         self.repeats = repeats
         self._reported_catalogs: set[str] = set()
         self._reported_models: set[str] = set()
@@ -53,6 +59,9 @@ class Runtime:
         self._shown_paths: dict[Path, str] = {}
         self._units: dict[tuple[int, str, int], Unit] = {}
         self._exposures: dict[tuple[int, str], Exposure] = {}
+        self._flows: dict[tuple[int, int], Future[CaseResult]] = {}  # flows started ahead, by (id(ref), repeat)
+        self._flow_pools: dict[str, DaemonPool] = {}
+        self._in_flow = threading.local()
 
     def shown_path(self, path: Path) -> str:
         if path not in self._shown_paths:
@@ -94,7 +103,26 @@ class Runtime:
             if ref.model is None or missing_tools(ref.expectations(), catalog):
                 continue
             for repeat in range(self.repeats):
-                self.dispatcher.submit(self.unit(ref, catalog, repeat))
+                if ref.case.is_flow and ref.case.execute != "live" and not ref.model.target.startswith(LOCAL_PREFIX):
+                    self._flows[(id(ref), repeat)] = self._flow_pool(ref.model).submit(
+                        self._run_flow, ref, override, repeat)
+                else:
+                    self.dispatcher.submit(self.unit(ref, catalog, repeat))
+
+    def _flow_pool(self, model: ModelSpec) -> DaemonPool:
+        """Flows answered by mocks run on threads of their own: a flow waiting for its next turn or the judge
+        holds a thread of this pool, never one of the model's (so the turns of different flows interleave).  Four
+        flows per model call in flight keep the model's calls going while others wait for the judge.  Flows with
+        ``execute: live`` share the server's state and run in their items, one at a time, as before (their first
+        turns are made ahead like single calls)."""
+        if model.name not in self._flow_pools:
+            calls = self.dispatcher.pool_size(model)
+            self._flow_pools[model.name] = DaemonPool(4 * calls, f"mcpeval-flows-{model.name}")
+        return self._flow_pools[model.name]
+
+    def _run_flow(self, ref: CaseRef, override: Any, repeat: int) -> CaseResult:
+        self._in_flow.active = True
+        return self.run(ref, override, repeat)
 
     def catalog(self, ref: CaseRef, override: Any) -> Catalog:
         """The tools the case shows the model: the server's catalog, or the part of it its ``tools`` and
@@ -124,6 +152,9 @@ class Runtime:
     def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> CaseResult:
         """The result of one repeat of a case; infrastructure problems are returned with ``error`` set."""
         assert ref.model is not None
+        ahead = None if getattr(self._in_flow, "active", False) else self._flows.pop((id(ref), repeat), None)
+        if ahead is not None:  # a flow started by prefetch, on a thread of its own
+            return ahead.result()
         result: dict[str, Any] = {  # completed by the strategy into a CaseResult
             "file": self.shown_path(ref.bench.path),
             "line": ref.line,
@@ -159,6 +190,9 @@ class Runtime:
         return single.evaluate(self, ref, catalog, repeat, result)
 
     def close(self) -> None:
+        tokens.use_store(None)
+        for pool in self._flow_pools.values():
+            pool.shutdown(cancel_futures=True)
         self.dispatcher.close()
         self.pool.close()
 

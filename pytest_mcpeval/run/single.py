@@ -10,6 +10,7 @@ report is the same with and without xdist.  The cache keeps the reply as sent.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,13 +29,25 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def utf8_safe(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (dict keys too) replaced by U+FFFD."""
+    """``value`` with every lone surrogate in its strings (dict keys too) replaced by U+FFFD.
+
+    Almost every result has none: one encoding of its JSON text tells, and only then is it walked."""
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return _replaced(value)
+    except (TypeError, ValueError):  # not JSON at all (a user's hook): walked as before
+        return _replaced(value)
+    return value
+
+
+def _replaced(value: Any) -> Any:
     if isinstance(value, str):
         return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
-        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(utf8_safe(v) for v in value)
+        return type(value)(_replaced(v) for v in value)
     return value
 
 
@@ -58,8 +71,9 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
     if ref.model.name not in runtime._reported_models:  # once per process, like catalog_info
         from pytest_mcpeval.models import params_sent
 
-        runtime._reported_models.add(ref.model.name)
-        result["model_info"] = {"params_sent": params_sent(ref.model)}
+        runtime._reported_models.add(ref.model.name)  # a replay has them from the cache entry: no litellm import
+        result["model_info"] = {"params_sent": reply.params_sent if reply.params_sent is not None
+                                else params_sent(ref.model)}
     content = reply.content
     length = reply.content_truncated or (len(content) if content is not None else 0)
     if content is not None and length > CONTENT_CAP:

@@ -1,0 +1,213 @@
+"""Model calls made in worker processes: litellm's CPU on every core, and its import while pytest collects.
+
+litellm spends several milliseconds of CPU on every call (building the request, parsing and pricing the
+answer), under one GIL: in one process, thousands of calls are bound by one core whatever the concurrency.
+With ``--mcp-processes=N`` the litellm calls of a run are made by N worker processes, each serving its calls
+on threads, with half (a 1/N share) of the run's concurrency: the threads of the dispatcher's pools
+(:mod:`pytest_mcpeval.run.dispatch`) are spread over them, one connection each, so the concurrency,
+retries, cache and order of the calls are the pytest process's as before, and only the litellm call itself
+(:func:`pytest_mcpeval.models.litellm_client.complete`, retries included) runs in the worker.
+
+The executor is the standard library's :class:`multiprocessing.managers.BaseManager`: a server process that
+serves each connection on a thread of its own, so calls stream back one by one as they complete.
+(``concurrent.futures.ProcessPoolExecutor`` runs one task at a time per process: a process could not have
+several calls in flight and hand back each as it completes.)  Workers are forked from a fork server that
+imported litellm once (``forkserver`` with litellm preloaded; ``spawn`` where there is no fork server), so
+the import is paid once, in the background, while pytest collects (:func:`pytest_mcpeval.run.dispatch.note_model_item`).
+
+A worker sees the pytest process's environment as it is at each call (API keys set by a fixture too), the
+tool list once per catalog, and nothing else of it: litellm settings made in a ``conftest.py`` (callbacks,
+custom providers, monkeypatches) stay in the pytest process, so such runs want ``--mcp-processes=0``.
+A worker that cannot be started leaves its calls to the pytest process; one that dies makes the calls it
+had in flight errors of their cases.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+from concurrent.futures import Future
+from multiprocessing.managers import BaseManager
+from typing import TYPE_CHECKING, Any
+
+from pytest_mcpeval.models import OFFLINE_ENV, ModelCallError
+from pytest_mcpeval.models.reply import ModelReply
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.catalog import Catalog
+    from pytest_mcpeval.models.config import ModelSpec
+
+# imported by the fork server once, before it forks the workers: litellm_client sets the offline switches first
+PRELOAD = ["pytest_mcpeval.models.litellm_client", "litellm"]
+
+
+class _NeedTools(Exception):
+    """The worker has not seen this catalog yet (another thread's first call with it is still on its way)."""
+
+
+_env_lock = threading.Lock()
+
+
+def _sync_env(env: dict[str, str]) -> None:
+    if env == os.environ:
+        return
+    with _env_lock:
+        for name in [n for n in os.environ if n not in env]:
+            del os.environ[name]
+        os.environ.update(env)
+
+
+class _Caller:
+    """In a worker process: litellm calls, one per connection (the manager serves each on its thread)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, list[dict[str, Any]]] = {}
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def complete(self, model: ModelSpec, messages: list[dict[str, Any]], digest: str, tools_json: str | None,
+                 retries: int, timeout: float, seed: int, env: dict[str, str] | None) -> ModelReply:
+        from pytest_mcpeval.models import litellm_client
+
+        if env is not None:  # None: as this thread sent it last
+            _sync_env(env)
+        tools = self._tools.get(digest)
+        if tools is None:
+            if tools_json is None:
+                raise _NeedTools(digest)
+            tools = self._tools.setdefault(digest, json.loads(tools_json))
+        return litellm_client.complete(model, messages, tools, retries=retries, timeout=timeout, seed=seed)
+
+
+class _Manager(BaseManager):
+    pass
+
+
+_Manager.register("Caller", _Caller)
+
+
+def _warm() -> None:
+    """The worker's initializer: litellm imported before the first call (a no-op when the fork server has it),
+    and a watch on its parent (the fork server, which ends with the pytest process): a pytest process that is
+    killed outright leaves no worker behind."""
+    import litellm  # noqa: F401
+
+    from pytest_mcpeval.models import litellm_client  # noqa: F401
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="mcpeval-parent-watch", daemon=True).start()
+
+
+def _context() -> Any:
+    import multiprocessing
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)  # no effect when this process's fork server is already running
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+class CallProcesses:
+    """``count`` worker processes making litellm calls; :meth:`complete` is :func:`litellm_client.complete`."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._workers: list[Future[tuple[Any, Any]]] = []
+        self._known: list[set[str]] = [set() for _ in range(count)]  # catalogs each worker was sent
+        self._lock = threading.Lock()
+        self._order = itertools.count()
+        self._local = threading.local()
+        self._closed = False
+
+    @property
+    def started(self) -> bool:
+        return bool(self._workers)
+
+    def start(self) -> None:
+        """Start the workers in the background (they import litellm); returns at once.  Idempotent."""
+        with self._lock:
+            if self._workers or self._closed:
+                return
+            for name, value in OFFLINE_ENV.items():  # the workers' environment follows ours at every call
+                os.environ.setdefault(name, value)
+            context = _context()
+            for index in range(self.count):
+                future: Future[tuple[Any, Any]] = Future()
+                self._workers.append(future)
+                threading.Thread(target=self._start_one, args=(context, future), name=f"mcpeval-start-{index}",
+                                 daemon=True).start()
+
+    def _start_one(self, context: Any, future: Future[tuple[Any, Any]]) -> None:
+        try:
+            manager = _Manager(ctx=context)
+            manager.start(initializer=_warm)
+            caller = manager.Caller()  # type: ignore[attr-defined]
+            pid = int(caller.pid())
+        except BaseException as exc:  # handed to the calls, which fall back to this process
+            future.set_exception(exc)
+            return
+        if self._closed:  # the run ended while this worker was starting
+            _stop(pid)
+        future.set_result((pid, caller))
+
+    def complete(self, model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *, retries: int,
+                 timeout: float, seed: int) -> ModelReply | None:
+        """The reply, made by this thread's worker; ``None`` when no worker could be started (call here)."""
+        self.start()
+        if self._closed:
+            return None
+        index = getattr(self._local, "index", None)
+        if index is None:  # each thread of the dispatcher's pools keeps one worker: they share the concurrency
+            index = self._local.index = next(self._order) % self.count
+        try:
+            _, caller = self._workers[index].result()
+        except Exception:  # the pytest process makes the call itself
+            return None
+        digest = catalog.digest
+        known = self._known[index]
+        send = None if digest in known else json.dumps(catalog.openai_tools)
+        known.add(digest)
+        env: dict[str, str] | None = None
+        if getattr(self._local, "env", None) != os.environ:  # sent once per thread, and again when it changes
+            env = self._local.env = dict(os.environ)
+        for _ in range(2):
+            try:
+                reply: ModelReply = caller.complete(model, messages, digest, send, retries, timeout, seed, env)
+                return reply
+            except _NeedTools:
+                send = json.dumps(catalog.openai_tools)
+            except (EOFError, OSError) as exc:  # the worker died (killed, out of memory) or was shut down
+                raise ModelCallError(f"model {model.name} ({model.target}): the process making its calls ended "
+                                     f"({type(exc).__name__}: {exc})") from None
+        raise AssertionError("unreachable: the tools were sent")
+
+    def close(self) -> None:
+        """Stop the workers at once (a call in flight is abandoned, as the dispatcher's threads are; nothing of
+        the run is in a worker).  Not the manager's shutdown, which waits up to a second per worker."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._workers)
+        for future in workers:
+            if future.done() and future.exception() is None:
+                pid, _ = future.result()
+                _stop(pid)
+
+
+def _stop(pid: int) -> None:
+    import contextlib
+    import signal
+
+    with contextlib.suppress(OSError):  # already gone
+        os.kill(pid, signal.SIGTERM)

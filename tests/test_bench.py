@@ -1,0 +1,40 @@
+"""bench/bench.py runs (at its smallest sizes) and prints every figure next to its target: it cannot rot unseen.
+
+The model-call sections (efficiency, cpu, flows, naive) need litellm in every pytest they start, seconds each,
+so only the sections that share their machinery cheaply run here: the replay (which records through the scripted
+model server and litellm once), the report, the collection and the start-up.  The full benchmark is
+``.venv/bin/python bench/bench.py`` (docs/performance.md)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench.py"
+
+
+def test_the_benchmark_runs_and_prints_each_figure_next_to_its_target() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--quick", "--only", "replay,report,collect,startup"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    table = done.stdout.split("\nbenchmark", 1)[1].splitlines()[1:]
+    rows = {line.split("  ", 1)[0]: line for line in table if line.strip()}
+    assert sorted(rows) == [
+        "collect: --collect-only of 40 cases in 2 files",
+        "replay: 20 cached cases, 117-tool catalog / 20 trivial tests",
+        "replay: model libraries imported by the replay",
+        "report: build, gate and redact the report of 1,000 case results",
+        "startup: --collect-only without benchmark files, plugin vs -p no:mcpeval",
+    ]
+    for line in rows.values():  # the target, whether it is met, and the figure
+        assert re.search(r"  ((<=|>=) [\d.+]+ ?s?|none)\s+(yes|NO)\s+\S", line), line
+    assert rows["replay: model libraries imported by the replay"].endswith("yes   none")
+
+
+def test_bad_arguments_are_one_clear_line() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--only", "speed"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "unknown section speed; expected some of efficiency, cpu, replay, flows, collect, report, startup, " \
+           "naive" in done.stderr
