@@ -38,6 +38,7 @@ from pytest_mcpeval.settings import (
     model_list,
     non_negative_int,
     positive_int,
+    processes,
     recall_at,
     record_mode,
     seconds,
@@ -108,6 +109,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "mcp_concurrency)",
     )
     group.addoption(
+        "--mcp-processes", dest="mcp_processes", metavar="N", type=processes, default=None,
+        help="worker processes that make the litellm calls, so litellm's CPU uses every core and its import "
+        "overlaps collection (0: in the pytest process; default auto: a process per core, at most 4, for runs of "
+        "100 calls or more)",
+    )
+    group.addoption(
         "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT,
         help="timeout of one model call (default 120)",
     )
@@ -174,11 +181,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write the run's summary in Markdown to PATH (with --mcp-compare: the comparison with the baseline); "
         "it is also appended to $GITHUB_STEP_SUMMARY when that is set",
     )
+    group.addoption(
+        "--mcp-html", dest="mcp_html", metavar="PATH", default=None,
+        help="write the run as one self-contained HTML page to PATH (no network needed to view it): intervals, "
+        "confusion heatmap, per-tool bars, description diffs against --mcp-compare, every case and flow transcript",
+    )
     parser.addini("mcp_concurrency", type="linelist", default=[],
                   help="`MODEL = N` lines: calls in flight for that model")
     parser.addini("mcp_record", default="", help="default for --mcp-record")
     parser.addini("mcp_judge_model", default="", help="default for --mcp-judge-model")
     parser.addini("mcp_cache_dir", default="", help="default for --mcp-cache-dir (relative to the rootdir)")
+    parser.addini("mcp_html", default="", help="default for --mcp-html (relative to the rootdir)")
     parser.addini("mcp_models", type="linelist", default=[],
                   help="models to evaluate when --mcp-models is not given")
     parser.addini("mcp_model_aliases", type="linelist", default=[],
@@ -192,6 +205,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    if config.stash[SETTINGS_KEY].processes:  # --mcp-processes=N: litellm imports in the workers while pytest collects
+        from pytest_mcpeval.run.dispatch import start_chosen_processes
+
+        start_chosen_processes(config)
     if not hasattr(config, "workerinput"):  # xdist workers neither gate nor print
         from pytest_mcpeval.session import EvalSession
 
@@ -231,6 +248,11 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection."""
+    import sys
+
+    dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # imported when a benchmark file was collected
+    if dispatch is not None:
+        dispatch.collection_done(session, sum(1 for item in session.items if CASE_KEY in item.stash))
     if hasattr(session.config, "workerinput"):  # under xdist the controller checks (below)
         return
     if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
@@ -247,9 +269,30 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         check_judge_ids(node.config, ids)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Count the model calls as cases are collected: enough of them start the model side now (--mcp-processes)."""
+    ref = item.stash.get(CASE_KEY, None)
+    if ref is not None and ref.model is not None and not ref.case.skip:
+        from pytest_mcpeval.run.dispatch import note_model_item
+
+        note_model_item(item, ref.model)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import sys
+
+    dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # never imported: nothing was started
+    if dispatch is not None:
+        dispatch.close_processes(config)
+
+
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     if file_path.name.endswith(FILE_SUFFIXES):
         from pytest_mcpeval.collect import BenchmarkFileNode
+        from pytest_mcpeval.run.dispatch import note_benchmark_file, pause_gc
+
+        pause_gc(parent.config)
+        note_benchmark_file(parent.config, file_path)
 
         node: pytest.Collector = BenchmarkFileNode.from_parent(parent, path=file_path)
         return node
@@ -325,7 +368,7 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     import uuid
 
     from pytest_mcpeval.run.cache import ResponseCache
-    from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings, makes_calls_at_once
+    from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings, call_processes, makes_calls_at_once
     from pytest_mcpeval.run.runtime import Runtime
 
     config = request.config
@@ -336,7 +379,8 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     files = {item.path for item in request.session.items if _runs_a_model(item)}
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
-    runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), Dispatcher(dispatch, cache),
+    dispatcher = Dispatcher(dispatch, cache, call_processes(config))
+    runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime
     runtime.close()

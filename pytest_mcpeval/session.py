@@ -112,7 +112,7 @@ class EvalSession:
         stopped = self.stopped(session, exitstatus)
         missing = self.missing_results(stopped, settings.repeat)
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
-                and not settings.thresholds and not self.lint):
+                and settings.html_path is None and not settings.thresholds and not self.lint):
             return
         from pytest_mcpeval.gate.thresholds import catalog_failures, check_names, evaluate
         from pytest_mcpeval.report.model import build_report, lint_section
@@ -172,6 +172,8 @@ class EvalSession:
             message = f"a pytest_mcpeval_report hook raised {type(exc).__name__}: {exc}"
             report["gate"]["failures"].append(settings.redactor.text(message))
             report["gate"]["passed"] = False
+        if settings.html_path is not None:  # before the JSON, so that a failure to write it is in the JSON's gate
+            self.write_html(report, settings, settings.html_path)
         if settings.report_path is not None:
             self.write(report, settings.report_path, "--mcp-report", report)
         if self.usage_errors:
@@ -282,6 +284,21 @@ class EvalSession:
             except OSError as exc:
                 self.write_failed(report, f"$GITHUB_STEP_SUMMARY ({summary})", exc)
 
+    def write_html(self, report: Report, settings: Settings, path: Path) -> None:
+        """The self-contained HTML page (``--mcp-html``), rendered from the finished report and the baseline."""
+        from pytest_mcpeval.report.html import render
+
+        try:
+            page = render(report, settings.redactor.data(settings.baseline) if settings.baseline else None)
+        except Exception as exc:  # a report a user's hook changed beyond use: one line, the gate fails
+            self.write_failed(report, f"--mcp-html={path} (the page could not be rendered: {type(exc).__name__})",
+                              exc)
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    path.unlink()  # an older page there would pass for this run's
+            return
+        self.write(settings.redactor.text(page), path, "--mcp-html", report)
+
     def write(self, data: Any, path: Path, option: str, report: Report) -> None:
         """Write a file the user asked for; a failure is reported and fails the run, never a traceback."""
         from pytest_mcpeval.report.model import write_json, write_text
@@ -340,6 +357,8 @@ class EvalSession:
                 tr.write_line(f"  {settings.redactor.text(note)}")
         if settings.report_path is not None and not any("--mcp-report=" in e for e in self.write_errors):
             tr.write_line(f"report written to {settings.report_path}")
+        if settings.html_path is not None and not any("--mcp-html=" in e for e in self.write_errors):
+            tr.write_line(f"HTML report written to {settings.html_path}")
         for note in self.notes:
             tr.write_line(note, yellow=True)
         comparison = self.report.get("comparison")

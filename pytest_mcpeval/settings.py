@@ -96,6 +96,19 @@ def record_mode(text: str) -> str:
     return text
 
 
+def processes(text: str) -> int | None:
+    """argparse type: ``auto`` (``None``) or a whole number >= 0 of worker processes for model calls."""
+    if text.strip() == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not auto or a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not auto or a whole number >= 0")
+    return value
+
+
 def drop_metrics(text: str) -> list[str]:
     """argparse type: comma-separated metrics compared against the baseline."""
     from pytest_mcpeval.scoring.registry import DROP_METRICS
@@ -148,10 +161,12 @@ class Settings:
     drop_level: float = DEFAULT_DROP_LEVEL
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
     markdown_path: Path | None = None
+    html_path: Path | None = None  # --mcp-html / ini mcp_html: the self-contained HTML report
     list_tools: bool = False
     judge_model: str | None = None  # --mcp-judge-model / ini mcp_judge_model: judges claims without a check
     claims_threshold: float = DEFAULT_CLAIMS_THRESHOLD
     redactor: Redactor = field(default_factory=Redactor)  # masks this run's secrets in what it writes
+    processes: int | None = None  # --mcp-processes: worker processes for litellm calls (None: auto)
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -193,8 +208,11 @@ class Settings:
             return None if not value else (Path(value) if Path(value).is_absolute() else here / value)
 
         report = path(opt.mcp_report)
+        html_ini = config.getini("mcp_html").strip()
+        html = path(opt.mcp_html) or (None if not html_ini else Path(config.rootpath) / html_ini)
         for option, value in (("--mcp-report", report), ("--mcp-markdown", path(opt.mcp_markdown)),
-                              ("--mcp-save-baseline", path(opt.mcp_save_baseline))):
+                              ("--mcp-save-baseline", path(opt.mcp_save_baseline)),
+                              ("--mcp-html" if opt.mcp_html else "ini mcp_html", html)):
             problem = unwritable(value)
             if problem:  # found now, not after the run has paid for its calls
                 raise pytest.UsageError(f"{option}={value}: {problem}")
@@ -237,11 +255,12 @@ class Settings:
                    snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
-                   markdown_path=path(opt.mcp_markdown), list_tools=bool(opt.mcp_tools),
+                   markdown_path=path(opt.mcp_markdown), html_path=html, list_tools=bool(opt.mcp_tools),
                    judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
                                      else DEFAULT_CLAIMS_THRESHOLD),
-                   redactor=use_redactor(Redactor.for_run(registry.params.values())))
+                   redactor=use_redactor(Redactor.for_run(registry.params.values())),
+                   processes=getattr(opt, "mcp_processes", None))
 
 
 def unwritable(path: Path | None) -> str | None:

@@ -158,7 +158,7 @@ class CaseResult(Score):
     tags: list[str]
     error: str | None
     catalog: NotRequired[str]
-    tools_shown: NotRequired[int]  # how many tools the model was shown (the catalog's, or the case's `tools`/`distractors`)
+    tools_shown: NotRequired[int]  # tools the model was shown (the catalog's, or its `tools`/`distractors`)
     distractors: NotRequired[list[str]]  # with `distractors: N`: the tools drawn (docs/format.md#tool-exposure)
     distractor_seed: NotRequired[int]
     content: NotRequired[str | None]

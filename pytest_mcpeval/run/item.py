@@ -1,5 +1,8 @@
 """The body of every case item: make its calls (the whole group's at once), run each repeat, keep the
-results for the report, and raise what pytest should show (an error, or a miss under ``--mcp-strict``)."""
+results for the report, and raise what pytest should show (an error, or a miss under ``--mcp-strict``).
+
+Each case item also records what it measured as JUnit XML properties (:func:`record_properties`), so CI
+systems that read ``--junitxml`` show the model, the tool and the diagnosis next to the test."""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_serve
     for result in results:
         item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
     item.stash[RESULT_KEY] = results
+    record_properties(item, results)
     errors = [r["error"] for r in results if r["error"]]
     if errors:
         raise CaseError(errors[0])
@@ -60,4 +64,36 @@ def results_of_failure(item: pytest.Item, when: str, excinfo: pytest.ExceptionIn
         message = (f"internal error of pytest-mcpeval ({what}); this is a bug in the plugin, not a model miss: "
                    "please report it with the traceback from the test's report")
     repeats = item.config.stash[SETTINGS_KEY].repeat
-    return [unscored_result(ref.identity(item.config.rootpath), repeat, message) for repeat in range(repeats)]
+    results = [unscored_result(ref.identity(item.config.rootpath), repeat, message) for repeat in range(repeats)]
+    record_properties(item, results)
+    return results
+
+
+def record_properties(item: pytest.Item, results: list[CaseResult]) -> None:
+    """The case's results as JUnit XML properties (what ``record_property`` records): ``model``, ``tool`` (the
+    expected tool, ``(none)`` for ``expect: []``), then per run ``outcome`` (``passed``, ``missed`` or
+    ``error``), ``called`` (the tool called first), ``diagnosis`` (a miss's) and, for a flow with claims,
+    ``coverage``; with ``--mcp-repeat`` each run's properties follow a ``repeat`` property.  Masked like
+    everything the plugin writes (a model or tool name could hold a secret)."""
+    if not results:
+        return
+    first = results[0]
+    tool = first.get("expected_label")
+    if tool is None:  # an error result: the case's first expected call
+        expect = item.stash[CASE_KEY].case.expect
+        tool = expect[0].tool if expect else "(none)"
+    properties: list[tuple[str, object]] = [("model", first["model"]), ("tool", tool)]
+    for result in results:
+        if len(results) > 1:
+            properties.append(("repeat", result.get("repeat", 0)))
+        error, passed = result.get("error"), result.get("passed")
+        properties.append(("outcome", "error" if error or passed is None else "passed" if passed else "missed"))
+        if result.get("called_label") is not None:
+            properties.append(("called", result["called_label"]))
+        if result.get("diagnosis"):
+            properties.append(("diagnosis", result["diagnosis"]))
+        coverage = result.get("coverage")
+        if result.get("flow") and coverage is not None:
+            properties.append(("coverage", f"{coverage:.4f}"))
+    redactor = item.config.stash[SETTINGS_KEY].redactor
+    item.user_properties.extend((name, redactor.text(str(value))) for name, value in properties)

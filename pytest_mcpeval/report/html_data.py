@@ -1,0 +1,233 @@
+"""What the HTML report shows beyond the report's own numbers, computed before anything is rendered.
+
+:mod:`pytest_mcpeval.report.html` only renders; the few things it shows that the report does not hold are
+computed here from the report (and the baseline), each a pure function:
+
+* :func:`headline` — the headline numbers with confidence intervals: a seeded percentile bootstrap over
+  cases, with the repeats of a case resampled together (a *cluster* bootstrap: with ``--mcp-repeat`` the runs
+  of one case are not independent draws).  It reuses the comparison's resampling
+  (:func:`pytest_mcpeval.gate.compare.resampled_sums` and :func:`~pytest_mcpeval.gate.compare.bootstrap_interval`)
+  and the report's own F1 definitions (:mod:`pytest_mcpeval.scoring.metrics`), so the point estimate is the
+  report's number exactly;
+* :func:`label_order` — the confusion matrix's labels ordered so that confused pairs sit next to each other;
+* :func:`recall_curve` — a retriever's recall@k for every k up to the catalog's size;
+* :func:`argument_problems` — the argument errors by tool, kind and argument name;
+* :func:`word_diff` — a word-level diff of two tool descriptions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL
+from pytest_mcpeval.report.types import CaseResult
+from pytest_mcpeval.scoring.case import NONE
+
+RESAMPLES = 2000  # bootstrap resamples of the headline intervals
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A headline number with its bootstrap interval; ``low``/``high`` are ``None`` when there is no data."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int  # rows (case x repeat) the value is over
+    clusters: int  # distinct cases among them (the unit resampled)
+
+
+def _cluster_sums(rows: Sequence[Mapping[str, Any]], cols: Any) -> Any:
+    """``cols`` (one row per case result) summed per case (file, id): the repeats of a case are one cluster."""
+    import numpy as np
+
+    index: dict[tuple[str, str], int] = {}
+    keys = np.fromiter((index.setdefault((str(r.get("file", "")), str(r.get("id", ""))), len(index)) for r in rows),
+                       dtype=np.int64, count=len(rows))
+    sums = np.zeros((len(index), cols.shape[1]), dtype=np.float64)
+    np.add.at(sums, keys, cols)
+    return sums
+
+
+def _estimate(observed: Any, boot: Any, n: int, clusters: int, level: float) -> Estimate:
+    from pytest_mcpeval.gate.compare import bootstrap_interval
+
+    value = float(observed)
+    if value != value:  # NaN: undefined (e.g. macro F1 with no real label)
+        return Estimate(None, None, None, n, clusters)
+    low, high = bootstrap_interval(boot, level)
+    return Estimate(value, low, high, n, clusters)
+
+
+def headline(cases: Sequence[CaseResult], level: float = DEFAULT_DROP_LEVEL, resamples: int = RESAMPLES,
+             seed: int = SEED) -> dict[str, Estimate]:
+    """One model's headline numbers with ``1 - level`` percentile intervals: ``accuracy``, ``pass_rate`` and
+    ``macro_f1`` over its scored single calls, ``flow_pass_rate`` over its scored flows and ``coverage`` over
+    its flows with claims (each present only when it has such cases).  Seeded: the same cases give the same
+    intervals."""
+    import numpy as np
+
+    from pytest_mcpeval.gate.compare import resampled_sums
+    from pytest_mcpeval.scoring.metrics import f1_scores, invented_labels, macro_f1, sort_labels
+
+    scored = [c for c in cases if not c.get("error") and c.get("correct") is not None]
+    single = [c for c in scored if not c.get("flow")]
+    flows = [c for c in scored if c.get("flow")]
+    out: dict[str, Estimate] = {}
+    if single:
+        expected = [c.get("expected_label") or NONE for c in single]
+        called = [c.get("called_label") or NONE for c in single]
+        labels = sort_labels([*expected, *called])
+        at = {label: i for i, label in enumerate(labels)}
+        eye = np.eye(len(labels))
+        exp = eye[[at[x] for x in expected]]
+        cal = eye[[at[x] for x in called]]
+        right = np.array([e == c for e, c in zip(expected, called, strict=True)], dtype=np.float64)
+        cols = np.column_stack([np.ones(len(single)), right,
+                                np.array([bool(c.get("passed")) for c in single], dtype=np.float64),
+                                exp * right[:, None], exp, cal])
+        sums = _cluster_sums(single, cols)
+        observed, boot = sums.sum(axis=0)[None, :], resampled_sums(sums, resamples, seed)
+        invented = invented_labels(single)
+        include = np.array([label not in invented for label in labels], dtype=bool)
+        k = len(labels)
+
+        def macro(counts: Any) -> Any:
+            f1 = f1_scores(counts[:, 3:3 + k], counts[:, 3 + k:3 + 2 * k], counts[:, 3 + 2 * k:])
+            return macro_f1(f1, include) if include.any() else np.full(len(counts), np.nan)
+
+        n, clusters = len(single), len(sums)
+        out["accuracy"] = _estimate(observed[0, 1] / observed[0, 0], boot[:, 1] / boot[:, 0], n, clusters, level)
+        out["pass_rate"] = _estimate(observed[0, 2] / observed[0, 0], boot[:, 2] / boot[:, 0], n, clusters, level)
+        out["macro_f1"] = _estimate(macro(observed)[0], macro(boot), n, clusters, level)
+    with_claims = [c for c in flows if c.get("coverage") is not None]
+    for name, rows, values in (("flow_pass_rate", flows, [float(bool(c.get("passed"))) for c in flows]),
+                               ("coverage", with_claims, [float(c.get("coverage") or 0.0) for c in with_claims])):
+        if not rows:
+            continue
+        cols = np.column_stack([np.ones(len(rows)), np.array(values, dtype=np.float64)])
+        sums = _cluster_sums(rows, cols)
+        boot = resampled_sums(sums, resamples, seed)
+        total = sums.sum(axis=0)
+        out[name] = _estimate(total[1] / total[0], boot[:, 1] / boot[:, 0], len(rows), len(sums), level)
+    return out
+
+
+def label_order(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> list[int]:
+    """The indices of ``labels`` in display order: labels confused with each other (either way) sit together.
+
+    The labels linked by confusions form groups (connected components); the group with the most confusions
+    comes first.  Within a group the order is a greedy chain: it starts at the label with the most
+    confusions and adds, each time, the label most confused with the last one placed (or, when the last one
+    has no unplaced partner, with any placed label).  Labels never confused with another keep their order at
+    the end.  Ties keep the report's order (tools alphabetically, ``(none)`` last), so the result is stable.
+    """
+    n = len(labels)
+    weight = [[0 if i == j else int(matrix[i][j]) + int(matrix[j][i]) for j in range(n)] for i in range(n)]
+    total = [sum(row) for row in weight]
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if weight[i][j]:
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        if total[i]:
+            groups.setdefault(root(i), []).append(i)
+    ordered = sorted(groups.values(), key=lambda g: (-sum(total[i] for i in g), g[0]))
+    out: list[int] = []
+    for group in ordered:
+        rest = set(group)
+        current = min(rest, key=lambda i: (-total[i], i))
+        chain = [current]
+        rest.discard(current)
+        while rest:
+            current = min(rest, key=lambda i: (-weight[chain[-1]][i], -sum(weight[p][i] for p in chain), i))
+            chain.append(current)
+            rest.discard(current)
+        out += chain
+    return out + [i for i in range(n) if not total[i]]
+
+
+def recall_curve(cases: Sequence[CaseResult]) -> list[tuple[int, float]]:
+    """A retriever's recall@k for k = 1 .. the number of tools ranked (the largest catalog among its cases):
+    the mean over cases that expect a tool of the share of their expected tools ranked within the top k, as
+    ``recall_at`` in the report (scoring.retrieval) defines it for k = 1, 3, 5, 10.  ``[]`` without rankings."""
+    ranked = [r for c in cases if not c.get("error") and (r := c.get("retrieval")) and r["expected"]]
+    if not ranked:
+        return []
+    size = max(int(r["tools"]) for r in ranked)
+    gained = [0.0] * (size + 2)  # gained[k]: share of recall first reached at rank k
+    for r in ranked:
+        ranks = [e["rank"] for e in r["expected"].values()]
+        for rank in ranks:
+            if rank is not None and rank <= size:
+                gained[rank] += 1.0 / len(ranks) / len(ranked)
+    out: list[tuple[int, float]] = []
+    running = 0.0
+    for k in range(1, size + 1):
+        running += gained[k]
+        out.append((k, min(1.0, running)))
+    return out
+
+
+ProblemKind = Literal["malformed", "hallucinated", "missing_required", "missing_expected", "unexpected",
+                      "mismatched"]
+
+
+def argument_problems(cases: Sequence[CaseResult]) -> list[tuple[str, ProblemKind, str, int]]:
+    """``(tool, kind, argument, count)`` over a model's scored single calls whose tool was right, most frequent
+    first: every hallucinated, missing (required or expected), unexpected or mismatched argument name, and
+    malformed argument text (argument ``""``).  The same cases as the report's argument rates."""
+    counts: Counter[tuple[str, ProblemKind, str]] = Counter()
+    for case in cases:
+        check = case.get("arguments")
+        if case.get("error") or case.get("flow") or check is None:
+            continue
+        tool = str(case.get("called_label") or NONE)
+        if check.get("malformed"):
+            counts[(tool, "malformed", "")] += 1
+        named: tuple[tuple[ProblemKind, list[str]], ...] = (
+            ("hallucinated", check.get("hallucinated") or []),
+            ("missing_required", check.get("missing_required") or []),
+            ("missing_expected", check.get("missing_expected") or []),
+            ("unexpected", check.get("unexpected") or []))
+        for kind, names in named:
+            for name in names:
+                counts[(tool, kind, str(name))] += 1
+        for mismatch in check.get("mismatched") or []:
+            counts[(tool, "mismatched", str(mismatch["name"]))] += 1
+    return [(tool, kind, name, count) for (tool, kind, name), count
+            in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+_WORDS = re.compile(r"\s+|[^\s]+")
+
+
+def word_diff(old: str, new: str) -> list[tuple[Literal["=", "-", "+"], str]]:
+    """``old`` -> ``new`` as runs of kept (``=``), removed (``-``) and added (``+``) text, word by word
+    (whitespace kept, so joining the ``=`` and ``+`` runs gives ``new`` back, ``=`` and ``-`` gives ``old``)."""
+    a, b = _WORDS.findall(old), _WORDS.findall(new)
+    out: list[tuple[Literal["=", "-", "+"], str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.append(("=", "".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(("-", "".join(a[i1:i2])))
+        if j2 > j1:
+            out.append(("+", "".join(b[j1:j2])))
+    return out

@@ -1,0 +1,69 @@
+"""Escaping and formatting for the HTML report: one function per place a string can land.
+
+Every string the plugin did not write itself (tool names and descriptions, case ids, file and model names,
+model output, tool results, claims, judge justifications, error text) reaches the page through one of these:
+
+* :func:`text`: element content (``&``, ``<`` and ``>`` as entities);
+* :func:`attr`: a double-quoted attribute value (quotes as entities too);
+* :func:`script_json`: JSON inside a ``<script>`` element, where entities are not decoded: ``<``, ``>``,
+  ``&`` and the line separators U+2028/U+2029 are written as ``\\u`` escapes, so no value can close the
+  element (``</script>``), open a comment (``<!--``) or end a JavaScript line; ``JSON.parse`` reads the same
+  values back.
+
+Long values are cut with the visible marker of :func:`pytest_mcpeval.report.escape.truncate`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from pytest_mcpeval.gate.significance import format_p
+from pytest_mcpeval.report.escape import truncate
+
+NAME = 200  # characters of a tool, model or case name shown
+LONG = 4000  # characters of a final answer, an error, a description
+TEXT = 1000  # characters of a model's text beside its calls, or of a tool's answer (the JSON report has them all)
+_SCRIPT_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                                "\u2029": "\\u2029"})
+
+
+def text(value: object, limit: int = NAME) -> str:
+    """``value`` as element content, cut at ``limit`` characters."""
+    return html.escape(truncate(str(value), limit), quote=False)
+
+
+def attr(value: object, limit: int = NAME) -> str:
+    """``value`` for a double-quoted attribute, cut at ``limit`` characters."""
+    return html.escape(truncate(str(value), limit), quote=True)
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside ``<script type="application/json">`` (see the module doc)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_UNSAFE)
+
+
+def compact(value: Any) -> str:
+    """A JSON value on one line (the arguments of a call, an expected argument's matcher)."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def p_value(p: float) -> str:
+    shown = format_p(p)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+
+
+def sort_value(value: float | None) -> str:
+    """A ``data-v`` attribute: the number the script sorts a column by (empty: no value, sorted last)."""
+    return "" if value is None else f"{value:.6g}"
