@@ -31,3 +31,19 @@ def canonical_json(obj: Any) -> str:
     """Sorted keys, no spaces, UTF-8 kept: the one text that catalog digests, tool hashes and response-cache
     keys are hashes of (so the same definition always hashes the same)."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, as an error message says it: ``null``, ``a boolean``, ``a number``, ``a string``,
+    ``an empty string``, ``a list`` or ``an object``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if value else "an empty string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "an object"

@@ -71,8 +71,9 @@ MISSES = {
 }
 
 
-def load_demo() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mcpeval_demo", EXAMPLES / "demo.py")
+def load_example(path: Path) -> ModuleType:
+    """An example script as a module (examples/ is not a package): demo.py's wiring, cost.py's pricing."""
+    spec = importlib.util.spec_from_file_location(f"mcpeval_example_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -132,7 +133,7 @@ def test_every_case_has_a_scripted_answer(benches: dict[str, Benchmark]) -> None
 
 def test_the_scripted_stand_in_scores_as_designed(pytester: pytest.Pytester) -> None:
     shutil.copytree(GITHUB, pytester.path / "github")
-    demo = load_demo()
+    demo = load_example(EXAMPLES / "demo.py")
     with ExitStack() as stack:
         server = demo.script_server(stack)  # the demo's own wiring of examples/demo_script.json
         params = json.dumps({"api_base": server.api_base, "api_key": "none", "num_retries": 0})
@@ -163,10 +164,7 @@ def test_the_scripted_stand_in_scores_as_designed(pytester: pytest.Pytester) -> 
 
 def test_the_cost_table_prices_requests_as_worked_by_hand() -> None:
     """examples/github/cost.py (docs/cost.md): two requests of a 30,839-token catalog, priced one by one."""
-    spec = importlib.util.spec_from_file_location("mcpeval_cost", GITHUB / "cost.py")
-    assert spec is not None and spec.loader is not None
-    cost = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cost)
+    cost = load_example(GITHUB / "cost.py")
     import litellm
 
     rows = [(30839, 31000, 100), (30839, 31500, 40)]  # (catalog, input, output) tokens

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_mcpeval.benchmark.loader import BenchmarkError, Loc, Problem
-from pytest_mcpeval.text import closest
+from pytest_mcpeval.text import closest, json_kind
 
 
 class ToolDefinition(BaseModel):
@@ -51,18 +51,6 @@ _EXPECTED = {
 SHAPE = 'expected a JSON list of tool objects, or {"tools": [...]} as tools/list returns'
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if value else "an empty string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
 
 
 def tool_entries(data: Any) -> tuple[Loc, list[Any]] | None:
@@ -94,7 +82,7 @@ def tool_list_problems(data: Any, lines: Mapping[Loc, int] | None = None) -> lis
 
     found = tool_entries(data)
     if found is None:
-        got = "a JSON object without a `tools` list" if isinstance(data, Mapping) else _json_type(data)
+        got = "a JSON object without a `tools` list" if isinstance(data, Mapping) else json_kind(data)
         return [Problem(line(), "", f"{SHAPE}, got {got}")]
     prefix, entries = found
     problems: list[Problem] = []
@@ -102,7 +90,7 @@ def tool_list_problems(data: Any, lines: Mapping[Loc, int] | None = None) -> lis
     for i, entry in enumerate(entries):
         at: Loc = (*prefix, i)
         if not isinstance(entry, Mapping):
-            problems.append(Problem(line(*at), _where(i, entry), f"expected a tool object, got {_json_type(entry)}"))
+            problems.append(Problem(line(*at), _where(i, entry), f"expected a tool object, got {json_kind(entry)}"))
             continue
         try:
             ToolDefinition.model_validate(entry)
@@ -115,7 +103,7 @@ def tool_list_problems(data: Any, lines: Mapping[Loc, int] | None = None) -> lis
                     message = f"this field is required: {_EXPECTED.get(field, 'a value')}{hint}"
                     problems.append(Problem(line(*at), _where(i, entry, field), message))
                 else:
-                    got = _json_type(entry.get(field))
+                    got = json_kind(entry.get(field))
                     message = f"expected {_EXPECTED.get(field, 'another value')}, got {got}"
                     problems.append(Problem(line(*at, field), _where(i, entry, field), message))
             continue

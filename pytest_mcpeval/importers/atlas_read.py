@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.importers import UserError
-from pytest_mcpeval.text import did_you_mean
+from pytest_mcpeval.text import did_you_mean, json_kind
 
 COLUMNS = ("TASK", "PROMPT", "ENABLED_TOOLS", "GTFA_CLAIMS", "TRAJECTORY")
 FORMATS = (".csv", ".json", ".jsonl", ".parquet")
@@ -160,17 +160,7 @@ def _parquet_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if value.strip() else "an empty string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return "an object"
+    return "an empty string" if isinstance(value, str) and not value.strip() else json_kind(value)
 
 
 def parse_task(path: Path, where: str, row: Mapping[str, Any]) -> Task:
