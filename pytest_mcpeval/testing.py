@@ -18,8 +18,10 @@ Answers come from a script: ``{input text: reply}`` per model name.  A reply is 
     {"reset": True}                                                        # connection closed, no answer
     {"hang": True}                                                         # no answer until the server stops
 
-Any reply may add ``"delay": seconds`` (the answer comes late).  A rule may also be a *list* of replies,
-used one per request in order, the last one repeating: ``[{"status": 429}, {"tool_calls": [...]}]``.
+Any reply may add ``"delay": seconds`` (the answer comes late) and ``"gather": n`` (the answer waits, at most
+30 s, until ``max_in_flight`` has reached n: a test of concurrency that does not depend on the machine's speed).
+A rule may also be a *list* of replies, used one per request in order, the last one repeating:
+``[{"status": 429}, {"tool_calls": [...]}]``.
 ``max_in_flight`` records the most requests the server was answering at the same time.
 
 Multi-step flows: a rule ``{"turns": [reply, reply, ...]}`` answers by the position in the conversation,
@@ -141,6 +143,7 @@ class ScriptedModelServer:
         self.latency = 0.0  # added to every answer (benchmarks)
         self._used: dict[tuple[str, ...], int] = {}
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified on every request (``"gather"``)
         self._stopping = threading.Event()  # releases the requests that hang
         server = self
 
@@ -165,8 +168,12 @@ class ScriptedModelServer:
                     server.requests.append(body)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    server._arrived.notify_all()
                 try:
                     reply = server.reply_for(str(body.get("model", "")), body.get("messages", []))
+                    if "gather" in reply:
+                        with server._arrived:
+                            server._arrived.wait_for(lambda: server.max_in_flight >= int(reply["gather"]), 30.0)
                     delay = float(reply.get("delay", 0.0)) + server.latency
                     if delay:
                         time.sleep(delay)

@@ -238,7 +238,7 @@ def test_response_format_only_where_litellm_says_the_provider_takes_it(model_ser
 
 
 def test_claims_are_submitted_at_once(model_server: ScriptedModelServer, dispatcher: Dispatcher) -> None:
-    model_server.script("*", {**verdict("fulfilled"), "delay": 0.3}, model="judge")
+    model_server.script("*", {**verdict("fulfilled"), "gather": 4}, model="judge")
     judge_claims(dispatcher, judge_spec(model_server), claims("a", "b", "c", "d"), ANSWER, LABEL, 0)
     assert model_server.max_in_flight == 4
 

@@ -158,7 +158,7 @@ def test_the_first_turns_are_made_ahead(pytester: pytest.Pytester, model_server:
                     f"    mocks: {{list_projects: [{{result: {{text: WEB}}}}]}}\n" for i in range(3))
     project(pytester, model_server, IN_PROCESS + "cases:\n" + cases)
     for i in range(3):
-        model_server.flow(f"question {i}", {**{"tool_calls": [call("list_projects")]}, "delay": 0.3}, "WEB.")
+        model_server.flow(f"question {i}", {**{"tool_calls": [call("list_projects")]}, "gather": 3}, "WEB.")
     assert all(case["passed"] for case in evaluate(pytester).values())
     assert model_server.max_in_flight == 3  # the three turns 0 at once (the prefetch); later turns on demand
 

@@ -217,12 +217,13 @@ def test_every_call_of_the_session_is_made_ahead(pytester: pytest.Pytester,
     make_project(pytester, model_server, files)
     for d in "ab":
         (pytester.path / d / "tools.json").write_text(GITHUB_TOOLS.read_text())
-    model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}], "delay": 0.4})
+    model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}], "gather": 8})
     assert run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-concurrency=8").ret == 0
-    assert model_server.max_in_flight == 8  # both files' calls at once
+    assert model_server.max_in_flight == 8  # both files' calls at once (each answer waited for all 8)
     (pytester.path / "b" / "conftest.py").write_text(
         "import pytest\n@pytest.fixture(scope='session')\ndef mcp_server():\n    return None\n")
     model_server.max_in_flight = 0
+    model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}], "gather": 4})
     assert run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-concurrency=8").ret == 0
     assert model_server.max_in_flight == 4  # one file at a time
 
