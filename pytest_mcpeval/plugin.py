@@ -309,9 +309,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from pytest_mcpeval.run.item import results_of_failure
 
         result = item.stash[RESULT_KEY] = results_of_failure(item, call.when, call.excinfo)
-        report.mcpeval = result
+        report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
     if result is not None and call.when == "call":
-        report.mcpeval = result  # builtin-only dicts: cross the xdist channel as they are
+        # masked where made (on the xdist worker: no secret crosses the channel, and the session's end does
+        # not walk every result); builtin-only dicts: they cross the xdist channel as they are
+        report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
     if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked
         text = str(report.longrepr)
         masked = item.config.stash[SETTINGS_KEY].redactor.text(text)

@@ -110,7 +110,7 @@ class EvalSession:
         if self.config.option.collectonly or exitstatus == pytest.ExitCode.USAGE_ERROR:
             return  # nothing was meant to run, or nothing could: no report, no gate
         stopped = self.stopped(session, exitstatus)
-        missing = self.missing_results(stopped, settings.repeat)
+        missing = settings.redactor.data(self.missing_results(stopped, settings.repeat))  # the rest came masked
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
                 and settings.html_path is None and not settings.thresholds and not self.lint):
             return
@@ -150,7 +150,10 @@ class EvalSession:
             drops, markdown = self.compare(report, settings)
             failures += drops
         report["gate"]["passed"] = not failures and not self.usage_errors
-        report = settings.redactor.data(report)  # nothing below writes or prints a secret
+        # nothing below writes or prints a secret; the cases were masked as their results were made
+        # (plugin.pytest_runtest_makereport), so the end of a large run does not walk them again
+        masked = settings.redactor.data({k: v for k, v in report.items() if k != "cases"})
+        report = cast("Report", {**masked, "cases": report["cases"]})
         if settings.save_baseline is not None and self.results:
             if stopped is None and not self.collect_errors:
                 from pytest_mcpeval.gate.baseline import make_baseline

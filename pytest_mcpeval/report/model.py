@@ -46,8 +46,9 @@ def build_report(
     run: RunInfo | None = None,
 ) -> Report:
     """The report of a run from its case results (users' hooks may have added keys to them)."""
-    cases = sorted(
-        (cast(CaseResult, {k: v for k, v in r.items() if k not in _TRANSPORT}) for r in results),
+    cases = sorted(  # copied only to drop what rode on them (the session took it off already)
+        (cast(CaseResult, {k: v for k, v in r.items() if k not in _TRANSPORT})
+         if "catalog_info" in r or "model_info" in r else r for r in results),
         key=_case_order,
     )
     by_model: dict[str, list[CaseResult]] = {}

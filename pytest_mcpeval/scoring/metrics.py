@@ -40,21 +40,38 @@ def _ratio(num: float, den: float) -> float | None:
     return float(num) / float(den) if den else None
 
 
-def argument_rates(cases: Sequence[CaseResult]) -> ArgumentRates:
-    """The four argument metrics over correctly selected cases that expected a tool."""
-    checks = [a for c in cases if (a := c.get("arguments")) is not None]
-    rates: dict[str, float | None] = {}
-    for metric, key in ARGUMENT_METRICS.items():
-        hits = total = 0
-        for a in checks:
+_ARGUMENT_KEYS = tuple(ARGUMENT_METRICS.values())
+_Counts = tuple[int, list[int], list[int]]  # checks evaluated, hits and totals per metric
+
+
+def _argument_counts(cases: Iterable[CaseResult]) -> _Counts:
+    hits = [0] * len(_ARGUMENT_KEYS)
+    totals = [0] * len(_ARGUMENT_KEYS)
+    evaluated = 0
+    for c in cases:
+        a = c.get("arguments")
+        if a is None:
+            continue
+        evaluated += 1
+        for i, key in enumerate(_ARGUMENT_KEYS):
             value = a.get(key)
             if value is not None:
-                total += 1
-                hits += bool(value)
-        rates[metric] = _ratio(hits, total)
-    return {"evaluated": len(checks), "hallucination_rate": rates["hallucination_rate"],
+                totals[i] += 1
+                hits[i] += bool(value)
+    return evaluated, hits, totals
+
+
+def _argument_rates(counts: _Counts) -> ArgumentRates:
+    evaluated, hits, totals = counts
+    rates = dict(zip(ARGUMENT_METRICS, (_ratio(h, t) for h, t in zip(hits, totals, strict=True)), strict=True))
+    return {"evaluated": evaluated, "hallucination_rate": rates["hallucination_rate"],
             "all_expected_rate": rates["all_expected_rate"], "all_required_rate": rates["all_required_rate"],
             "exact_match_rate": rates["exact_match_rate"]}
+
+
+def argument_rates(cases: Sequence[CaseResult]) -> ArgumentRates:
+    """The four argument metrics over correctly selected cases that expected a tool."""
+    return _argument_rates(_argument_counts(cases))
 
 
 def f1_scores(tp: Any, support: Any, predicted: Any) -> Any:
@@ -122,24 +139,52 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     scored single-call cases only (multi-step flows have theirs in scoring.flows)."""
     import numpy as np
 
-    errors = [c for c in cases if c.get("error")]
-    every = [c for c in cases if not c.get("error") and c.get("correct") is not None]
-    scored = [c for c in every if not c.get("flow")]
-    expected = [c["expected_label"] or NONE for c in scored]
-    called = [c["called_label"] or NONE for c in scored]
+    errors = every = passed = 0
+    scored: list[CaseResult] = []
+    expected: list[str] = []
+    called: list[str] = []
+    right_by_label: dict[str, list[CaseResult]] = {}
+    diagnoses: Counter[str] = Counter()
+    hallucinated: Counter[str] = Counter()
+    invented: set[str] = set()  # as invented_labels(scored), in the same pass
+    real_labels: set[str] = set()
+    for c in cases:  # one pass: a report of 100,000 results is built in well under a second
+        if c.get("error"):
+            errors += 1
+            continue
+        if c.get("correct") is None:
+            continue
+        every += 1
+        if diagnosis := c.get("diagnosis"):
+            diagnoses[diagnosis] += 1  # both families
+        if c.get("flow"):
+            continue
+        scored.append(c)
+        raw_expected, raw_called = c["expected_label"], c["called_label"]
+        label = raw_expected or NONE
+        expected.append(label)
+        called.append(raw_called or NONE)
+        if c.get("passed"):
+            passed += 1
+        if c["correct"]:
+            right_by_label.setdefault(label, []).append(c)
+        invented_here = c.get("hallucinated_tools")
+        if invented_here:
+            hallucinated.update(invented_here)
+        if raw_expected is not None:
+            real_labels.add(raw_expected)
+        if raw_called is not None:
+            (invented if invented_here and raw_called in invented_here else real_labels).add(raw_called)
+    invented -= real_labels
     labels = sort_labels([*expected, *called])
     matrix = confusion(expected, called, labels)
     tp = np.diag(matrix).astype(float)
     support = matrix.sum(axis=1).astype(float)
     predicted = matrix.sum(axis=0).astype(float)
 
-    right_by_label: dict[str, list[CaseResult]] = {}
-    for c, label in zip(scored, expected, strict=True):
-        if c["correct"]:
-            right_by_label.setdefault(label, []).append(c)
     tools: dict[str, ToolMetrics] = {}
+    counts = {label: _argument_counts(right_by_label.get(label, ())) for label in labels}  # one pass in all
     f1_all = f1_scores(tp, support, predicted)
-    invented = invented_labels(scored)
     real = np.array([label not in invented for label in labels], dtype=bool)
     for i, label in enumerate(labels):
         f1 = _value(f1_all[i])
@@ -149,7 +194,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
             "f1": f1,
             "support": int(support[i]),
             "predicted": int(predicted[i]),
-            "arguments": argument_rates(right_by_label.get(label, [])),
+            "arguments": _argument_rates(counts[label]),
         }
     total_support = float(support.sum())
     weighted = (
@@ -164,20 +209,20 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
         if i != j and matrix[i, j] > 0
     ]
     pairs.sort(key=lambda p: (-p["count"], p["expected"], p["called"]))
-    passed = [bool(c.get("passed")) for c in scored]
     return {
         "cases": len(cases),
-        "scored": len(every),
-        "errors": len(errors),
+        "scored": every,
+        "errors": errors,
         "accuracy": _ratio(float(tp.sum()), len(scored)),
-        "pass_rate": _ratio(sum(passed), len(passed)),
+        "pass_rate": _ratio(passed, len(scored)),
         "macro_f1": _value(macro_f1(f1_all, real)) if real.any() else None,
         "weighted_f1": weighted,
         "tools": tools,
         "confusion": {"labels": labels, "matrix": matrix.tolist()},
         "confused_pairs": pairs,
-        "arguments": argument_rates([c for c in scored if c["correct"]]),
-        "diagnoses": dict(sorted(Counter(d for c in every if (d := c.get("diagnosis"))).items())),  # both families
-        "hallucinated_tools": dict(sorted(Counter(t for c in scored for t in c.get("hallucinated_tools") or ())
-                                          .items())),
+        "arguments": _argument_rates((sum(n for n, _, _ in counts.values()),  # the sums of the labels' counts
+                                      [sum(h[i] for _, h, _ in counts.values()) for i in range(len(_ARGUMENT_KEYS))],
+                                      [sum(t[i] for _, _, t in counts.values()) for i in range(len(_ARGUMENT_KEYS))])),
+        "diagnoses": dict(sorted(diagnoses.items())),
+        "hallucinated_tools": dict(sorted(hallucinated.items())),
     }

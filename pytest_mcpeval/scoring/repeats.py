@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from math import comb
 
-from pytest_mcpeval.report.types import CaseResult, CaseUsage, JudgeUsage, RepeatMetrics, UsageMetrics
+from pytest_mcpeval.report.types import CaseResult, JudgeUsage, RepeatMetrics, UsageMetrics
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -61,19 +61,22 @@ def repeat_metrics(cases: Sequence[CaseResult]) -> RepeatMetrics:
 
 def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
     """Tokens, cost and latency of a model's calls; replayed (cached) calls cost nothing."""
-    calls = 0
-    fresh: list[CaseUsage] = []
+    calls = prompt_tokens = completion_tokens = retries = 0
+    costs: list[float] = []
     latencies: list[float] = []
-    for case in cases:
+    for case in cases:  # one pass (100,000 results in a report)
         usage = case.get("usage")
         if usage is None or case.get("error"):
             continue
         calls += 1
         if not usage.get("cached"):
-            fresh.append(usage)
             latencies.append(case.get("latency_s", 0.0))
+            prompt_tokens += int(usage.get("prompt_tokens", 0))
+            completion_tokens += int(usage.get("completion_tokens", 0))
+            retries += max(0, int(usage.get("attempts", 1)) - 1)
+            if (cost := usage.get("cost_usd")) is not None:
+                costs.append(cost)
     latencies.sort()
-    costs = [cost for u in fresh if (cost := u.get("cost_usd")) is not None]
 
     def quantile(q: float) -> float | None:
         if not latencies:
@@ -82,12 +85,12 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
 
     return {
         "calls": calls,
-        "cached": calls - len(fresh),
-        "prompt_tokens": sum(int(u.get("prompt_tokens", 0)) for u in fresh),
-        "completion_tokens": sum(int(u.get("completion_tokens", 0)) for u in fresh),
+        "cached": calls - len(latencies),
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
         "cost_usd": sum(costs) if costs else None,
         "priced_calls": len(costs),
-        "retries": sum(max(0, int(u.get("attempts", 1)) - 1) for u in fresh),
+        "retries": retries,
         "latency_s": {
             "mean": sum(latencies) / len(latencies) if latencies else None,
             "p50": quantile(0.5),

@@ -263,9 +263,10 @@ ENV_SECRET = "envsecret-55aa66bb77cc"
 
 
 def test_no_secret_reaches_an_artifact(pytester: pytest.Pytester, model_server: ScriptedModelServer,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                       monkeypatch: pytest.MonkeyPatch, xdist_args: list[str]) -> None:
     """A key echoed by the provider, a secret in extra_body, a token in a server URL, an environment secret
-    in a URL a fixture builds: none of them in the report, baseline, Markdown, junit XML or terminal."""
+    in a URL a fixture builds: none of them in the report, baseline, Markdown, junit XML or terminal.  The
+    results are masked where they are made, so with xdist on the workers."""
     monkeypatch.setenv("MCP_SERVICE_KEY", ENV_SECRET)
     params = {"api_base": model_server.api_base, "api_key": KEY, "extra_body": {"session_auth": SESSION}}
     (pytester.path / "pytest.ini").write_text(
@@ -286,7 +287,7 @@ def test_no_secret_reaches_an_artifact(pytester: pytest.Pytester, model_server: 
                                                                  f"Session {SESSION} rejected."})
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json",
                  "--mcp-markdown=summary.md", "--mcp-save-baseline=baseline.json", "--junitxml=junit.xml",
-                 "--mcp-connect-timeout=5", "-rA", "-v")
+                 "--mcp-connect-timeout=5", "-rA", "-v", *xdist_args)
     report = read_report(pytester)
     cases = assert_each_case_once(report, ["q0", "q1", "q2", "b0", "c0"])
     assert "API key" in cases["q1"]["error"] and "REDACTED" in cases["q1"]["error"]
