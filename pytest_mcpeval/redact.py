@@ -14,6 +14,7 @@ or ``true`` would mask half the report); their names still mask them as paramete
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -45,6 +46,10 @@ _SHAPES = [
 # them, and most strings of a report (ids, tool names, paths, short answers) have none: they cost one search.
 _MAYBE_SHAPED = re.compile(r"(?i)://|[?&#;][\w.-]*=|\b(?:bearer|basic|token)\s|sk-|gh[opsu]_|github_pat_"
                            r"|xox[abprs]-|glpat-|hf_|akia|k_(?:live|test)_")
+# The same superset for JSON text (Redactor.data's shortcut): JSON writes a tab or a newline as an escape, so
+# "whitespace" may be one, and an escape's letter can stand before a word, so no word boundary is required.
+_MAYBE_SHAPED_JSON = re.compile(_MAYBE_SHAPED.pattern.replace(r"\b(?:bearer|basic|token)\s",
+                                                              r"(?:bearer|basic|token)(?:\s|\\[bfnrt]|\\u00)"))
 _CACHED = 256  # strings up to this length are remembered: a report repeats its file names, tools and models
 # environment variables whose names look secret but hold none (the working directory, sockets, sessions)
 NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER", "DBUS_SESSION_BUS_ADDRESS",
@@ -88,6 +93,8 @@ class Redactor:
         # longest first: a secret that contains another is masked whole
         self.values = sorted(found, key=lambda v: (-len(v), v))
         self._values = re.compile("|".join(re.escape(v) for v in self.values)) if self.values else None
+        in_json = {json.dumps(v, ensure_ascii=False)[1:-1] for v in self.values} | set(self.values)
+        self._values_json = re.compile("|".join(re.escape(v) for v in sorted(in_json))) if in_json else None
         self._seen: dict[str, str] = {}
 
     @classmethod
@@ -119,7 +126,15 @@ class Redactor:
         return out
 
     def data(self, value: T) -> T:
-        """A copy of builtin data (dicts, lists, strings) with every string redacted; keys are kept."""
+        """Builtin data (dicts, lists, strings) with every string redacted, dict keys too: a copy, or ``value``
+        itself when its JSON text holds nothing that could be masked (one search in C instead of a walk)."""
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return self._walk(value)  # type: ignore[no-any-return]
+        if _MAYBE_SHAPED_JSON.search(text) is None and (self._values_json is None
+                                                          or self._values_json.search(text) is None):
+            return value
         return self._walk(value)  # type: ignore[no-any-return]
 
     def _walk(self, value: Any) -> Any:

@@ -7,6 +7,7 @@ and by the linter); :class:`CaseError` marks a case that could not be evaluated.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -108,6 +109,7 @@ def unscored_result(case: CaseIdentity, repeat: int, message: str) -> CaseResult
     return error_result(result, [], message)
 
 
+@functools.lru_cache(maxsize=1024)  # per case, and resolving is a system call per part: once per file
 def relative_to_root(path: Path, root: Path) -> str:
     """How results name a benchmark file: relative to the rootdir, as pytest's node ids do."""
     try:
