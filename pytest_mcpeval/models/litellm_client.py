@@ -29,7 +29,9 @@ are read too.
 
 from __future__ import annotations
 
+import atexit
 import copy
+import gc
 import json
 import math
 import os
@@ -49,6 +51,12 @@ from pytest_mcpeval.text import canonical_json
 
 for _name, _value in OFFLINE_ENV.items():
     os.environ.setdefault(_name, _value)
+
+# litellm's import builds a few hundred thousand objects (its types, openai's, pydantic's), and the collection
+# the interpreter runs as it exits traverses them all: 0.9 s of every run that made its calls in this process
+# (measured: `import litellm` then exit, 3.26 s; with them frozen first, 2.35 s).  Frozen at exit, after the
+# atexit handlers registered later (litellm's) ran: nothing of the run is left to collect by then.
+atexit.register(gc.freeze)
 
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0

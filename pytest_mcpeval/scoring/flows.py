@@ -45,11 +45,11 @@ def invented_tools(cases: Sequence[CaseResult]) -> set[str]:
 
 def flow_metrics(cases: Sequence[CaseResult]) -> FlowMetrics | None:
     """The ``flows`` metrics of one model's results (any mix of single-call and flow cases, errors included)."""
-    import numpy as np
-
     flows = flow_cases(cases)
     if not flows:
         return None
+    import numpy as np
+
     sets = [tool_sets(c) for c in flows]
     labels = sorted({t for expected, called in sets for t in expected | called})
     truth = np.array([[t in expected for t in labels] for expected, _ in sets], dtype=bool).reshape(len(sets), -1)

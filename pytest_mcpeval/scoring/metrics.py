@@ -119,16 +119,12 @@ def _value(x: Any) -> float | None:
     return None if value != value else value
 
 
-def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[str]) -> Any:
-    """Confusion matrix as a numpy array, rows expected, columns called."""
-    import numpy as np
-
+def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[str]) -> list[list[int]]:
+    """Confusion matrix, rows expected, columns called (plain lists: a report needs no numpy)."""
     index = {label: i for i, label in enumerate(labels)}
-    matrix = np.zeros((len(labels), len(labels)), dtype=np.int64)
-    if expected:
-        rows = np.fromiter((index[e] for e in expected), dtype=np.int64, count=len(expected))
-        cols = np.fromiter((index[c] for c in called), dtype=np.int64, count=len(called))
-        np.add.at(matrix, (rows, cols), 1)
+    matrix = [[0] * len(labels) for _ in labels]
+    for (e, c), count in Counter(zip(expected, called, strict=True)).items():
+        matrix[index[e]][index[c]] = count
     return matrix
 
 
@@ -136,9 +132,8 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     """The single-call metrics of one model; ``cases`` are result dicts of that model (errors included).
 
     ``cases``, ``scored``, ``errors`` and ``diagnoses`` count both families; every other number is over the
-    scored single-call cases only (multi-step flows have theirs in scoring.flows)."""
-    import numpy as np
-
+    scored single-call cases only (multi-step flows have theirs in scoring.flows).  Plain Python: a
+    replay or a gate does not import numpy for this (the bootstraps of the comparison and the HTML page do)."""
     errors = every = passed = 0
     scored: list[CaseResult] = []
     expected: list[str] = []
@@ -178,47 +173,43 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     invented -= real_labels
     labels = sort_labels([*expected, *called])
     matrix = confusion(expected, called, labels)
-    tp = np.diag(matrix).astype(float)
-    support = matrix.sum(axis=1).astype(float)
-    predicted = matrix.sum(axis=0).astype(float)
+    n = len(labels)
+    tp = [matrix[i][i] for i in range(n)]
+    support = [sum(row) for row in matrix]
+    predicted = [sum(row[j] for row in matrix) for j in range(n)]
 
     tools: dict[str, ToolMetrics] = {}
     counts = {label: _argument_counts(right_by_label.get(label, ())) for label in labels}  # one pass in all
-    f1_all = f1_scores(tp, support, predicted)
-    real = np.array([label not in invented for label in labels], dtype=bool)
+    f1_all = [2.0 * tp[i] / (support[i] + predicted[i]) if support[i] + predicted[i] else None for i in range(n)]
     for i, label in enumerate(labels):
-        f1 = _value(f1_all[i])
         tools[label] = {
             "precision": _ratio(tp[i], predicted[i]),
             "recall": _ratio(tp[i], support[i]),
-            "f1": f1,
-            "support": int(support[i]),
-            "predicted": int(predicted[i]),
+            "f1": f1_all[i],
+            "support": support[i],
+            "predicted": predicted[i],
             "arguments": _argument_rates(counts[label]),
         }
-    total_support = float(support.sum())
-    weighted = (
-        float(sum((tools[label]["f1"] or 0.0) * support[i] for i, label in enumerate(labels))) / total_support
-        if total_support
-        else None
-    )
+    total_support = sum(support)
+    weighted = (sum((f1_all[i] or 0.0) * support[i] for i in range(n)) / total_support if total_support else None)
+    macro = [f for f, label in zip(f1_all, labels, strict=True) if f is not None and label not in invented]
     pairs: list[ConfusedPair] = [
-        {"expected": labels[i], "called": labels[j], "count": int(matrix[i, j])}
-        for i in range(len(labels))
-        for j in range(len(labels))
-        if i != j and matrix[i, j] > 0
+        {"expected": labels[i], "called": labels[j], "count": matrix[i][j]}
+        for i in range(n)
+        for j in range(n)
+        if i != j and matrix[i][j] > 0
     ]
     pairs.sort(key=lambda p: (-p["count"], p["expected"], p["called"]))
     return {
         "cases": len(cases),
         "scored": every,
         "errors": errors,
-        "accuracy": _ratio(float(tp.sum()), len(scored)),
+        "accuracy": _ratio(sum(tp), len(scored)),
         "pass_rate": _ratio(passed, len(scored)),
-        "macro_f1": _value(macro_f1(f1_all, real)) if real.any() else None,
+        "macro_f1": sum(macro) / len(macro) if macro else None,
         "weighted_f1": weighted,
         "tools": tools,
-        "confusion": {"labels": labels, "matrix": matrix.tolist()},
+        "confusion": {"labels": labels, "matrix": matrix},
         "confused_pairs": pairs,
         "arguments": _argument_rates((sum(n for n, _, _ in counts.values()),  # the sums of the labels' counts
                                       [sum(h[i] for _, h, _ in counts.values()) for i in range(len(_ARGUMENT_KEYS))],
