@@ -315,3 +315,31 @@ def test_gpt5_runs_and_a_missing_key_is_one_line(pytester: pytest.Pytester, mode
     assert report["models"]["openai/gpt-5"]["accuracy"] == 1.0
     assert report["models"]["claude"]["errors"] == 2
     assert result.ret == 1
+
+
+def test_a_worker_process_keeps_what_its_own_imports_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--mcp-processes: a worker applies the pytest process's changes to its environment, but keeps what its
+    own imports set (litellm sets TIKTOKEN_CACHE_DIR; removing it made litellm's first Anthropic call fetch
+    its tokenizer from the network, a flaky retry in this file before)."""
+    from pytest_mcpeval.models import processes
+
+    worker = {"KEPT": "1", "GONE": "x", "TIKTOKEN_CACHE_DIR": "/litellm/tokenizers"}
+    monkeypatch.setattr(processes.os, "environ", worker)
+    monkeypatch.setattr(processes, "_ENV_BEFORE", {"KEPT": "1", "GONE": "x"})
+    monkeypatch.setattr(processes, "_env_last", {})
+    processes._sync_env({"KEPT": "2", "NEW": "y"})
+    assert worker == {"KEPT": "2", "NEW": "y", "TIKTOKEN_CACHE_DIR": "/litellm/tokenizers"}
+    processes._sync_env({"KEPT": "2"})  # removed in the pytest process since
+    assert worker == {"KEPT": "2", "TIKTOKEN_CACHE_DIR": "/litellm/tokenizers"}
+
+
+def test_the_tokenizer_leaves_its_folder_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading o200k_base from litellm's folder sets TIKTOKEN_CACHE_DIR and leaves it (as litellm's import
+    does): unsetting it again raced litellm loading its own encoding on another thread."""
+    from pytest_mcpeval.models import tokens
+
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.setattr(tokens, "_encoding", None)
+    assert tokens.encoding().name == "o200k_base"
+    assert tokens.bundled_tokenizers() is not None
+    assert tokens.os.environ["TIKTOKEN_CACHE_DIR"] == str(tokens.bundled_tokenizers())

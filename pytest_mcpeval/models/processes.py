@@ -39,8 +39,10 @@ if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec
 
-# imported by the fork server once, before it forks the workers: litellm_client sets the offline switches first
-PRELOAD = ["pytest_mcpeval.models.litellm_client", "litellm"]
+# imported by the fork server once, before it forks the workers: this module first (its environment before the
+# imports: _ENV_BEFORE), then litellm_client, which sets the offline switches, then litellm
+PRELOAD = ["pytest_mcpeval.models.processes", "pytest_mcpeval.models.litellm_client", "litellm"]
+_ENV_BEFORE = dict(os.environ)
 
 
 class _NeedTools(Exception):
@@ -48,15 +50,22 @@ class _NeedTools(Exception):
 
 
 _env_lock = threading.Lock()
+_env_last: dict[str, str] = {}  # the pytest process's environment as last sent; {}: _ENV_BEFORE
 
 
 def _sync_env(env: dict[str, str]) -> None:
-    if env == os.environ:
-        return
+    """The pytest process's changes since the last call, applied here: what it set, and what it removed.  What
+    the worker's own imports set (litellm sets ``TIKTOKEN_CACHE_DIR``) stays: removing it made litellm fetch
+    its tokenizer from the network on its first Anthropic call."""
+    global _env_last
     with _env_lock:
-        for name in [n for n in os.environ if n not in env]:
-            del os.environ[name]
+        last = _env_last or _ENV_BEFORE
+        if env == last:
+            return
+        for name in [n for n in last if n not in env]:
+            os.environ.pop(name, None)
         os.environ.update(env)
+        _env_last = env
 
 
 class _Caller:

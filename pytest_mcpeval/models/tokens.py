@@ -5,7 +5,8 @@ Each tool is counted as the JSON (keys sorted) of its OpenAI ``tools`` entry (wh
 read the figures as the catalog's relative weight, tool by tool, and how it changes in a pull request.
 
 The encoding is the file litellm ships for offline use (``litellm/litellm_core_utils/tokenizers``), found
-without importing litellm (seconds), and tiktoken is told to read it from there only while loading it.
+without importing litellm (seconds): tiktoken is told to read it from there (``TIKTOKEN_CACHE_DIR``, left set as
+litellm sets it on import; a folder of the user's that lacks the file is replaced only while loading it).
 ``litellm.token_counter(model="gpt-4o", text=...)`` counts the same encoding but cuts a text into pieces of
 1,024 characters and counts each, so its figures are a little higher where a tool's JSON is longer than
 that: 30,839 against 30,780 here for the 117 tools of the GitHub MCP server (tests/data/github-tools.json).
@@ -65,16 +66,19 @@ def encoding() -> tiktoken.Encoding:
 
             folder = bundled_tokenizers()
             saved = os.environ.get("TIKTOKEN_CACHE_DIR")
-            if folder is not None:
+            if folder is not None and saved is None:
+                # left set, as litellm sets it when imported: put back, it could be unset while litellm loads its
+                # own encoding on another thread, which would then be fetched from the network
                 os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-            try:
                 _encoding = tiktoken.get_encoding(ENCODING)
-            finally:
-                if folder is not None:
-                    if saved is None:
-                        del os.environ["TIKTOKEN_CACHE_DIR"]
-                    else:
-                        os.environ["TIKTOKEN_CACHE_DIR"] = saved
+            elif folder is not None and not (Path(saved or "") / _CACHED_NAME).is_file():
+                os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)  # the user's folder lacks it: ours while loading
+                try:
+                    _encoding = tiktoken.get_encoding(ENCODING)
+                finally:
+                    os.environ["TIKTOKEN_CACHE_DIR"] = saved or ""
+            else:
+                _encoding = tiktoken.get_encoding(ENCODING)
         return _encoding
 
 
