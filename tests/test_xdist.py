@@ -126,6 +126,28 @@ def test_a_replacement_worker_given_one_item_is_told_nothing_else_comes(pytester
     assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
 
 
+def test_a_worker_holding_one_item_is_told_when_another_takes_the_last_unit(pytester: pytest.Pytester) -> None:
+    """The replacement of a crashed worker gets a unit of one item while other units are still queued; the survivor
+    takes the last of them.  The replacement must be told then that nothing else comes, or it waits for a next
+    item for good (`make test` hung here once in about ten runs)."""
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(4)]
+    sched, workers = scheduled(pytester, ids)
+    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a1[m]") in w.queue)
+    survivor = next(w for w in workers if w is not doomed)
+    ran: list[int] = [doomed.queue.pop(0)]  # a0 ran (and the doomed worker was given one more unit); it dies on a1
+    sched.mark_test_complete(doomed, ran[-1])
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a1[m]"
+    replacement = Worker(Gateway("gw2"))
+    sched.add_node(replacement)
+    sched.add_node_collection(replacement, ids)
+    sched.schedule()
+    assert len(replacement.queue) == 1 and not replacement.shutting_down and sched.workqueue  # more to come
+    drain(sched, [survivor, replacement], ran)
+    assert replacement.shutting_down and not replacement.queue
+    assert sched.tests_finished
+    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
+
+
 def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
                                                                  model_server: ScriptedModelServer) -> None:
     model_server.latency = 0.2

@@ -478,11 +478,13 @@ def slice_scheduler(config: pytest.Config, log: Any) -> Any:
         def _assign_work_unit(self, node: Any) -> None:
             super()._assign_work_unit(node)
             if not self.workqueue:
-                # nothing left to hand out: say so now.  A worker runs its last item only once it knows the next one
-                # or that none will come, and the scope schedulers say "none" only when a node finishes an item:
-                # a node handed the last unit, holding one item (a crashed worker's rest, given to its
-                # replacement), would wait for good
-                node.shutdown()
+                # nothing left to hand out: say so now, to every worker.  A worker runs its last item only once it
+                # knows the next one or that none will come, and the scope schedulers say "none" to a node only
+                # when it finishes an item: a node holding one item (a crashed worker's rest, given to its
+                # replacement) while another node took the last unit would wait for good
+                for other in self.nodes:
+                    if not other.shutting_down:
+                        other.shutdown()
 
         def remove_node(self, node: Any) -> str | None:
             workload: dict[str, dict[str, bool]] = self.assigned_work.get(node, {})
