@@ -22,7 +22,8 @@ Any reply may add ``"delay": seconds`` (the answer comes late) and ``"gather": n
 30 s, until ``max_in_flight`` has reached n: a test of concurrency that does not depend on the machine's speed).
 A rule may also be a *list* of replies, used one per request in order, the last one repeating:
 ``[{"status": 429}, {"tool_calls": [...]}]``.
-``max_in_flight`` records the most requests the server was answering at the same time.
+``max_in_flight`` records the most requests the server was answering at the same time, ``connections`` how many
+TCP connections it accepted.
 
 Multi-step flows: a rule ``{"turns": [reply, reply, ...]}`` answers by the position in the conversation,
 the number of assistant messages after the last user message (0 for the first request of a flow, 1 once
@@ -140,6 +141,7 @@ class ScriptedModelServer:
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.connections = 0  # TCP connections accepted (clients keep them alive between requests)
         self.latency = 0.0  # added to every answer (benchmarks)
         self._used: dict[tuple[str, ...], int] = {}
         self._lock = threading.Lock()
@@ -153,6 +155,11 @@ class ScriptedModelServer:
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -343,3 +343,35 @@ def test_the_tokenizer_leaves_its_folder_set(monkeypatch: pytest.MonkeyPatch) ->
     assert tokens.encoding().name == "o200k_base"
     assert tokens.bundled_tokenizers() is not None
     assert tokens.os.environ["TIKTOKEN_CACHE_DIR"] == str(tokens.bundled_tokenizers())
+
+
+def test_idle_connections_are_kept_alive_not_closed(model_server: ScriptedModelServer,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """40 calls at once, twice: the second 40 reuse the first 40's connections.  httpx's default pool closes
+    all but 20 idle ones, and httpcore can close one it just handed to a waiting request (encode/httpcore
+    issue 1110: a "Bad file descriptor", or a call hanging for its whole timeout), so litellm is given a pool
+    that keeps them; a client_session the user set is left alone."""
+    import litellm
+
+    monkeypatch.setattr(litellm_client, "_pool_checked", False)
+    monkeypatch.setattr(litellm, "client_session", None)
+    model = ModelSpec("m", "openai/pool", {"api_base": model_server.api_base, "api_key": "k"})
+    for wave in range(2):
+        model_server.max_in_flight = 0
+        model_server.script("*", {"content": "ok", "gather": 40})
+        threads = [threading.Thread(target=litellm_client.complete, args=(model, [{"role": "user", "content": "hi"}],
+                                                                           [])) for _ in range(40)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert model_server.max_in_flight == 40 and len(model_server.requests) == 40 * (wave + 1)
+    assert model_server.connections == 40  # httpx's default pool: 60 (20 kept, 20 opened again)
+    own = litellm.client_session
+    assert own is not None
+    monkeypatch.setattr(litellm_client, "_pool_checked", False)
+    mine = own.__class__()
+    monkeypatch.setattr(litellm, "client_session", mine)
+    litellm_client.keep_alive_pool(litellm)
+    assert litellm.client_session is mine
+    mine.close()
