@@ -6,9 +6,10 @@ whose name does (``api_key``, ``extra_headers``, ``extra_body.session_auth``, at
 *shapes* of secrets in text: credentials in URLs (``https://user:pass@host``), query parameters named
 like a secret (``?token=...``, ``&api_key=...``, ``&sig=...``), ``Bearer`` tokens and well-known key
 formats (``sk-...``, ``ghp_...``, ``github_pat_...``, ``xox?-...``, ``AKIA...``).  Each is replaced by
-:data:`MASK`.  It is applied where data leaves the plugin: the report (and so the baseline, the
-terminal summary and the Markdown), the failure text of every case item (terminal, junit XML) and
-collection errors.  Values shorter than :data:`MIN_SECRET` characters are not masked by value (``1``
+:data:`MASK`.  It is applied where data leaves the plugin: each case's results as its item reports them
+(on the xdist worker that ran it, so no secret crosses the channel), the rest of the report at the session's
+end (and so the baseline, the terminal summary, the Markdown and the HTML page), the failure text of every
+case item (terminal, junit XML) and collection errors.  Values shorter than :data:`MIN_SECRET` characters are not masked by value (``1``
 or ``true`` would mask half the report); their names still mask them as parameters.
 """
 
