@@ -9,8 +9,9 @@ formats (``sk-...``, ``ghp_...``, ``github_pat_...``, ``xox?-...``, ``AKIA...``)
 :data:`MASK`.  It is applied where data leaves the plugin: each case's results as its item reports them
 (on the xdist worker that ran it, so no secret crosses the channel), the rest of the report at the session's
 end (and so the baseline, the terminal summary, the Markdown and the HTML page), the failure text of every
-case item (terminal, junit XML) and collection errors.  Values shorter than :data:`MIN_SECRET` characters are not masked by value (``1``
-or ``true`` would mask half the report); their names still mask them as parameters.
+case item (terminal, junit XML) and collection errors.  Values shorter than :data:`MIN_SECRET` characters
+are not masked by value (``1`` or ``true`` would mask half the report); their names still mask them as
+parameters.
 """
 
 from __future__ import annotations
