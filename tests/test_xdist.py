@@ -141,9 +141,35 @@ def test_a_worker_holding_one_item_is_told_when_another_takes_the_last_unit(pyte
     sched.add_node(replacement)
     sched.add_node_collection(replacement, ids)
     sched.schedule()
-    assert len(replacement.queue) == 1 and not replacement.shutting_down and sched.workqueue  # more to come
+    assert len(replacement.queue) >= 2 or replacement.shutting_down  # never one item and no word
     drain(sched, [survivor, replacement], ran)
     assert replacement.shutting_down and not replacement.queue
+    assert sched.tests_finished
+    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
+
+
+def test_a_replacement_never_holds_one_item_while_units_are_queued(pytester: pytest.Pytester) -> None:
+    """Both workers were told that nothing else comes (the queue had emptied) when one of them dies with two
+    units unfinished: its slice's last item and a unit it had not started.  Its replacement is given both
+    (two items, so it runs the first); given only the one item it would wait for a next one, the survivor
+    takes no work once told to stop, and the run would hang (`.ci/run` hung here)."""
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(4)]
+    sched, workers = scheduled(pytester, ids)
+    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a1[m]") in w.queue)
+    survivor = next(w for w in workers if w is not doomed)
+    ran: list[int] = [doomed.queue.pop(0)]  # a0 ran, and the doomed worker was given a test_p unit
+    sched.mark_test_complete(doomed, ran[-1])
+    while sched.workqueue:  # the survivor takes the rest of the queue
+        ran.append(survivor.queue.pop(0))
+        sched.mark_test_complete(survivor, ran[-1])
+    assert survivor.shutting_down and doomed.shutting_down
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a1[m]"  # a2 and its test_p unit go back
+    replacement = Worker(Gateway("gw2"))
+    sched.add_node(replacement)
+    sched.add_node_collection(replacement, ids)
+    sched.schedule()
+    assert len(replacement.queue) == 2 and replacement.shutting_down
+    drain(sched, [survivor, replacement], ran)
     assert sched.tests_finished
     assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
 

@@ -476,12 +476,15 @@ def slice_scheduler(config: pytest.Config, log: Any) -> Any:
             return self._slices.get(nodeid, nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
+            # A worker runs an item only once it knows the next one or that none will come, and the scope
+            # schedulers hand out work, or say "none", to a node only when it finishes an item: a node holding
+            # one item (a crashed worker's rest, given to its replacement) waits for good.  So a node is given
+            # units until it holds two items or the queue is empty, and an empty queue is said to every node
+            # (another may have taken the last unit, or been told to stop before the crash put units back).
             super()._assign_work_unit(node)
+            while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
+                super()._assign_work_unit(node)
             if not self.workqueue:
-                # nothing left to hand out: say so now, to every worker.  A worker runs its last item only once it
-                # knows the next one or that none will come, and the scope schedulers say "none" to a node only
-                # when it finishes an item: a node holding one item (a crashed worker's rest, given to its
-                # replacement) while another node took the last unit would wait for good
                 for other in self.nodes:
                     if not other.shutting_down:
                         other.shutdown()
