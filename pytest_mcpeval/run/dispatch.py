@@ -476,18 +476,24 @@ def slice_scheduler(config: pytest.Config, log: Any) -> Any:
             return self._slices.get(nodeid, nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
-            # A worker runs an item only once it knows the next one or that none will come, and the scope
-            # schedulers hand out work, or say "none", to a node only when it finishes an item: a node holding
-            # one item (a crashed worker's rest, given to its replacement) waits for good.  So a node is given
-            # units until it holds two items or the queue is empty, and an empty queue is said to every node
-            # (another may have taken the last unit, or been told to stop before the crash put units back).
             super()._assign_work_unit(node)
-            while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
-                super()._assign_work_unit(node)
-            if not self.workqueue:
+            if not self.workqueue:  # nothing left to hand out: said to every node (see _reschedule)
                 for other in self.nodes:
                     if not other.shutting_down:
                         other.shutdown()
+
+        def _reschedule(self, node: Any) -> None:
+            # A worker runs an item only once it knows the next one or that none will come, and the scope
+            # schedulers hand out work, or say "none", to a node only when it finishes an item: a node holding
+            # one item (a crashed worker's rest, given to its replacement) waits for good.  So a node that gets
+            # work is given units until it holds two items or the queue is empty, and an empty queue is said
+            # to every node (another may have taken the last unit, or been told to stop before a crash put
+            # units back).  Not in the first distribution (schedule() gives each node one unit first).
+            super()._reschedule(node)
+            if node.shutting_down or node not in self.assigned_work:
+                return
+            while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
+                self._assign_work_unit(node)
 
         def remove_node(self, node: Any) -> str | None:
             workload: dict[str, dict[str, bool]] = self.assigned_work.get(node, {})
