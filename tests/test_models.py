@@ -375,3 +375,46 @@ def test_idle_connections_are_kept_alive_not_closed(model_server: ScriptedModelS
     litellm_client.keep_alive_pool(litellm)
     assert litellm.client_session is mine
     mine.close()
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_litellm_is_imported_with_the_collector_off_then_frozen(monkeypatch: pytest.MonkeyPatch,
+                                                                collector_on: bool) -> None:
+    """load_litellm: the import runs with the garbage collector off (its full passes over litellm's objects were
+    a third of the import), what it built is frozen, and the collector is left as the caller had it."""
+    import builtins
+    import gc
+
+    states: list[bool] = []
+    real_import = builtins.__import__
+
+    def spy(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "litellm":
+            states.append(gc.isenabled())
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(litellm_client, "_litellm", None)
+    monkeypatch.setattr(builtins, "__import__", spy)
+    was_on = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        module = litellm_client.load_litellm()
+        assert states == [False]
+        assert gc.isenabled() is collector_on
+        assert module is sys.modules["litellm"]
+        assert gc.get_freeze_count() > 0
+        assert litellm_client.load_litellm() is module and states == [False]  # once per process
+    finally:
+        (gc.enable if was_on else gc.disable)()
+        gc.unfreeze()
+
+
+def test_the_fork_server_loads_litellm_as_the_plugin_does() -> None:
+    from pytest_mcpeval.models import processes
+
+    assert processes.PRELOAD[0] == "pytest_mcpeval.models.processes"  # its environment before any import
+    assert processes.PRELOAD[-1] == "pytest_mcpeval.models.litellm_loaded"
+    code = ("import gc, sys; import pytest_mcpeval.models.litellm_loaded; "
+            "print('litellm' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 100000)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr

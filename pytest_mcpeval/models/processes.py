@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     from pytest_mcpeval.models.config import ModelSpec
 
 # imported by the fork server once, before it forks the workers: this module first (its environment before the
-# imports: _ENV_BEFORE), then litellm_client, which sets the offline switches, then litellm
-PRELOAD = ["pytest_mcpeval.models.processes", "pytest_mcpeval.models.litellm_client", "litellm"]
+# imports: _ENV_BEFORE), then litellm_client, which sets the offline switches, then litellm (litellm_loaded: the
+# import made by litellm_client.load_litellm, the collector off, its objects frozen before any fork)
+PRELOAD = ["pytest_mcpeval.models.processes", "pytest_mcpeval.models.litellm_client",
+           "pytest_mcpeval.models.litellm_loaded"]
 _ENV_BEFORE = dict(os.environ)
 
 
@@ -102,10 +104,9 @@ def _warm() -> None:
     """The worker's initializer: litellm imported before the first call (a no-op when the fork server has it),
     and a watch on its parent (the fork server, which ends with the pytest process): a pytest process that is
     killed outright leaves no worker behind."""
-    import litellm  # noqa: F401
+    from pytest_mcpeval.models import litellm_client
 
-    from pytest_mcpeval.models import litellm_client  # noqa: F401
-
+    litellm_client.load_litellm()
     parent = os.getppid()
 
     def watch() -> None:
