@@ -73,10 +73,14 @@ class BenchmarkFileNode(pytest.File):
         self._check_static_tools(bench)
         models: list[ModelSpec | None] = list(settings.model_specs(bench.spec.models)) or [None]
         items: list[pytest.Item] = []
+        # every case item of the file runs run_case under this node: its fixtures are resolved once and shared, as
+        # pytest shares them among the items of a parametrized test (per item, 0.1 ms: a tenth of a replay's time)
+        fixtureinfo: Any = None
         for case in bench.spec.cases:
             for model in models:
                 name = f"{case.id}[{model.name}]" if model else case.id
-                item = CaseItem.from_parent(self, name=name, callobj=run_case)
+                item = CaseItem.from_parent(self, name=name, callobj=run_case, fixtureinfo=fixtureinfo)
+                fixtureinfo = item._fixtureinfo
                 item.stash[CASE_KEY] = CaseRef(bench, case, model)
                 for tag in (*bench.spec.tags, *case.tags):
                     if not any(line.split(":")[0].strip() == tag for line in self.config.getini("markers")):

@@ -52,6 +52,11 @@ _MAYBE_SHAPED = re.compile(r"(?i)://|[?&#;][\w.-]*=|\b(?:bearer|basic|token)\s|s
 # "whitespace" may be one, and an escape's letter can stand before a word, so no word boundary is required.
 _MAYBE_SHAPED_JSON = re.compile(_MAYBE_SHAPED.pattern.replace(r"\b(?:bearer|basic|token)\s",
                                                               r"(?:bearer|basic|token)(?:\s|\\[bfnrt]|\\u00)"))
+# _MAYBE_SHAPED_JSON split for ASCII text (most JSON of a report), where a case-blind match is a match on the text in
+# lower case: its case-blind alternation cost 52 us on a case's 800 characters, these 10 (maybe_shaped_json)
+_LITERAL_SHAPES = re.compile(r"://|sk-|gh[opsu]_|github_pat_|xox[abprs]-|glpat-|hf_|akia|k_(?:live|test)_")
+_SCHEME_WORD = re.compile(r"(?:bearer|basic|token)(?:\s|\\[bfnrt]|\\u00)")
+_QUERY_PARAM = re.compile(r"[?&#;][\w.-]*=")
 _CACHED = 256  # strings up to this length are remembered: a report repeats its file names, tools and models
 # environment variables whose names look secret but hold none (the working directory, sockets, sessions)
 NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER", "DBUS_SESSION_BUS_ADDRESS",
@@ -134,8 +139,7 @@ class Redactor:
             text = json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
             return self._walk(value)  # type: ignore[no-any-return]
-        if _MAYBE_SHAPED_JSON.search(text) is None and (self._values_json is None
-                                                          or self._values_json.search(text) is None):
+        if not maybe_shaped_json(text) and (self._values_json is None or self._values_json.search(text) is None):
             return value
         return self._walk(value)  # type: ignore[no-any-return]
 
@@ -149,6 +153,18 @@ class Redactor:
         if isinstance(value, tuple):
             return tuple(self._walk(v) for v in value)
         return value
+
+
+def maybe_shaped_json(text: str) -> bool:
+    """``_MAYBE_SHAPED_JSON.search(text)`` as a truth value, five times faster on ASCII text."""
+    if not text.isascii():  # Unicode case folding (the Kelvin sign is a k) is left to the regex
+        return _MAYBE_SHAPED_JSON.search(text) is not None
+    low = text.lower()
+    if _LITERAL_SHAPES.search(low):
+        return True
+    if ("bearer" in low or "basic" in low or "token" in low) and _SCHEME_WORD.search(low):
+        return True
+    return "=" in text and _QUERY_PARAM.search(text) is not None
 
 
 _current = Redactor()

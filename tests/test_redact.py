@@ -94,3 +94,23 @@ def test_the_json_shortcut_of_data_never_skips_a_secret() -> None:
         assert masked == redactor._walk(data), data
         skipped += masked is data
     assert 100 < skipped < 9_900  # both paths were taken (582 skipped)
+
+
+def test_the_ascii_split_of_the_json_filter_equals_the_regex() -> None:
+    """maybe_shaped_json (lower case and three plain searches, for ASCII text) says what the case-blind
+    regex says, on seeded random texts of every shape's pieces in mixed case, escapes and non-ASCII."""
+    import random
+
+    from pytest_mcpeval.redact import _MAYBE_SHAPED_JSON, maybe_shaped_json
+
+    pieces = ["https://", "HTTP:/", "/", ":", "?", "&", "#", ";", "=", "to-k.en=", "Bearer", "BASIC", "ToKeN", " ",
+              "\\t", "\\u00", "\\n", "\\x", "\t", "sk-", "SK-", "Gh", "p_", "GHO_", "github_PAT_", "XoXb-", "glpat-",
+              "HF_", "AkIa", "rk_LIVE_", "k_test_", "abc", "Z9", "é", "\u212a_live_", "\u017fk-", "\"", "x"]
+    rng = random.Random(20261130)
+    found = 0
+    for _ in range(30_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+        expected = _MAYBE_SHAPED_JSON.search(text) is not None
+        assert maybe_shaped_json(text) is expected, text
+        found += expected
+    assert 3_000 < found < 27_000  # both answers were seen

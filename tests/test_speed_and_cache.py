@@ -165,22 +165,50 @@ def test_cost_from_the_offline_cost_map(pytester: pytest.Pytester, model_server:
 
 # -- speed: the whole request hashed once per catalog, replays without litellm, the pipe kept full ----------------
 
-def test_the_request_key_is_the_hash_of_the_whole_request() -> None:
-    """The key hashes the tool list's canonical text made once per catalog: the same digest as hashing the
-    whole request at once, so caches recorded before stay valid."""
+def test_the_request_key_is_the_hash_of_the_request_with_the_tool_list_hashed_once() -> None:
+    """Version 2: the key hashes the request with the tool list's own SHA-256 in its place (made once per
+    catalog); the legacy key (version 1, still read) hashes the whole request, the list included."""
     import hashlib
 
     from pytest_mcpeval.catalog import catalog_from_json
     from pytest_mcpeval.models.config import ModelRegistry
-    from pytest_mcpeval.run.cache import ENTRY_VERSION, request_key
+    from pytest_mcpeval.run.cache import ENTRY_VERSION, LEGACY_VERSION, legacy_request_key, request_key
     from pytest_mcpeval.text import canonical_json
 
+    assert (ENTRY_VERSION, LEGACY_VERSION) == (2, 1)
     model = ModelRegistry.from_ini([], ['m = {"api_key": "k", "api_base": "http://x", "max_tokens": 9}']).resolve("m")
     messages = [{"role": "system", "content": "é"}, {"role": "user", "content": "q"}]
     for tools in (catalog_from_json(json.loads(GITHUB_TOOLS.read_text())).openai_tools, []):
-        whole = {"v": ENTRY_VERSION, "model": "m", "params": {"temperature": 0, "max_tokens": 9},
-                 "messages": messages, "tools": tools, "repeat": 2}
-        assert request_key(model, messages, tools, 2) == hashlib.sha256(canonical_json(whole).encode()).hexdigest()
+        request = {"model": "m", "params": {"temperature": 0, "max_tokens": 9}, "messages": messages, "repeat": 2}
+        tools_digest = hashlib.sha256(canonical_json(tools).encode()).hexdigest()
+        current = {**request, "v": 2, "tools": tools_digest}
+        assert request_key(model, messages, tools, 2) == hashlib.sha256(canonical_json(current).encode()).hexdigest()
+        legacy = {**request, "v": 1, "tools": tools}
+        assert legacy_request_key(model, messages, tools, 2) == hashlib.sha256(
+            canonical_json(legacy).encode()).hexdigest()
+        assert request_key(model, messages, list(tools), 2) == request_key(model, messages, tools, 2)  # a copy
+
+
+def test_a_cache_recorded_with_version_1_keys_still_replays(project: pytest.Pytester,
+                                                            model_server: ScriptedModelServer,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache of an earlier release (every entry under its version 1 key) is read in modes none and new: no
+    call is made again, no entry is written again, the results are the same."""
+    from pytest_mcpeval.run import dispatch
+    from pytest_mcpeval.run.cache import legacy_request_key
+
+    with monkeypatch.context() as patch:  # the earlier release: its keys
+        patch.setattr(dispatch, "request_key", legacy_request_key)
+        assert run(project, "--mcp-models=fake", "--mcp-report=recorded.json").ret == 0
+    entries = cache_files(project)
+    assert len(entries) == len(model_server.requests) == N
+    for mode in ("none", "new"):
+        assert run(project, "--mcp-models=fake", f"--mcp-record={mode}", f"--mcp-report={mode}.json").ret == 0
+        assert cache_files(project) == entries and len(model_server.requests) == N
+        replayed = read_report(project, f"{mode}.json")["cases"]
+        assert [c["passed"] for c in replayed] == [True] * N and all(c["usage"]["cached"] for c in replayed)
+    assert run(project, "--mcp-models=fake", "--mcp-record=all").ret == 0  # recorded again: current keys
+    assert len(model_server.requests) == 2 * N and len(cache_files(project)) == 2 * N
 
 
 REPLAY_PROBE = """

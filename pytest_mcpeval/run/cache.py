@@ -40,7 +40,8 @@ from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
 from pytest_mcpeval.text import canonical_json
 
 MODES = ("new", "none", "all", "off")
-ENTRY_VERSION = 1
+ENTRY_VERSION = 2  # of the request key (request_key)
+LEGACY_VERSION = 1  # keys still read (legacy_request_key)
 # parameters that do not change what the model answers: left out of the key
 TRANSPORT_PARAMS = frozenset({"api_base", "base_url", "timeout", "num_retries", "max_retries", "request_timeout"})
 # beside the models' directories: the token counts of catalogs (models.tokens), as JSON in `<digest>.tokens` files
@@ -50,36 +51,58 @@ TOKENS_VERSION = 1  # of how a tool is counted (its OpenAI form, keys sorted): a
 
 
 def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], repeat: int) -> str:
-    """The SHA-256 of the canonical JSON of ``{"messages", "model", "params", "repeat", "tools", "v"}``.
+    """The SHA-256 of the canonical JSON of ``{"messages", "model", "params", "repeat", "tools", "v": 2}``, where
+    ``tools`` is the SHA-256 (hex) of the tool list's canonical JSON.
 
-    The tool list is the bulk of a request (100 KB for a catalog of a hundred tools) and the same for every
-    case of a catalog, so its canonical text is made once per list (:func:`_tools_text`) and hashed in
-    place: the same digest as hashing the whole document at once, which existing caches were keyed by."""
-    params = {k: v for k, v in model.params.items() if k not in TRANSPORT_PARAMS and not SECRET_PARAM.search(k)}
-    head = canonical_json({"messages": messages, "model": model.target, "params": params, "repeat": repeat})
-    digest = hashlib.sha256(head[:-1].encode())  # the keys sort as messages, model, params, repeat, tools, v
+    The tool list is the bulk of a request (130 KB for the GitHub server's 117 tools) and the same for every
+    case of a catalog: hashed once per list (:func:`_tools_digest`), the key of a case hashes a few hundred
+    bytes.  (Version 1 hashed the whole list into every key: 63 ms of every 1000 cases of a replay.  Its entries
+    are still read: :func:`legacy_request_key`.)"""
+    head = _head(model, messages, repeat)
+    return hashlib.sha256(b'%s,"tools":"%s","v":%d}' % (head[:-1].encode(), _tools_digest(tools),
+                                                          ENTRY_VERSION)).hexdigest()
+
+
+def legacy_request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       repeat: int) -> str:
+    """The key of version 1 entries: the SHA-256 of the canonical JSON of ``{"messages", "model", "params",
+    "repeat", "tools", "v": 1}`` with the tool list itself.  Read when an entry of the current version is
+    missing, so a cache recorded before still replays; written never."""
+    digest = hashlib.sha256(_head(model, messages, repeat)[:-1].encode())  # keys sort: messages ... repeat, tools, v
     digest.update(b',"tools":')
-    digest.update(_tools_text(tools))
-    digest.update(b',"v":%d}' % ENTRY_VERSION)
+    digest.update(_tools_text(tools)[0])
+    digest.update(b',"v":%d}' % LEGACY_VERSION)
     return digest.hexdigest()
 
 
-_TOOLS_TEXT: dict[int, tuple[list[dict[str, Any]], bytes]] = {}
+def _head(model: ModelSpec, messages: list[dict[str, Any]], repeat: int) -> str:
+    params = {k: v for k, v in model.params.items() if k not in TRANSPORT_PARAMS and not SECRET_PARAM.search(k)}
+    return canonical_json({"messages": messages, "model": model.target, "params": params, "repeat": repeat})
+
+
+_TOOLS_TEXT: dict[int, tuple[list[dict[str, Any]], bytes, bytes]] = {}
 _TOOLS_TEXT_LOCK = threading.Lock()
+_NO_TOOLS = (b"[]", hashlib.sha256(b"[]").hexdigest().encode())
 
 
-def _tools_text(tools: list[dict[str, Any]]) -> bytes:
-    """The canonical JSON of a tool list, made once per list object (a catalog's ``openai_tools``)."""
+def _tools_digest(tools: list[dict[str, Any]]) -> bytes:
+    return _tools_text(tools)[1]
+
+
+def _tools_text(tools: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+    """The canonical JSON of a tool list and its SHA-256 (hex), made once per list object (a catalog's
+    ``openai_tools``)."""
     if not tools:
-        return b"[]"
+        return _NO_TOOLS
     found = _TOOLS_TEXT.get(id(tools))
     if found is None or found[0] is not tools:  # a new list that took the id of one gone
-        found = (tools, canonical_json(tools).encode())
+        text = canonical_json(tools).encode()
+        found = (tools, text, hashlib.sha256(text).hexdigest().encode())
         with _TOOLS_TEXT_LOCK:
             if len(_TOOLS_TEXT) >= 64:  # catalogs of a run are few; keep it bounded all the same
                 _TOOLS_TEXT.clear()
             _TOOLS_TEXT[id(tools)] = found
-    return found[1]
+    return found[1], found[2]
 
 
 def _slug(text: str) -> str:

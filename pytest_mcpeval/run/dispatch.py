@@ -15,6 +15,7 @@ that spreads a file's items (``load``, ``worksteal``, ``loadgroup``, ``each``) a
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import os
 import re
 import threading
@@ -32,7 +33,7 @@ from pytest_mcpeval.models import ModelCallError, call_model
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply
-from pytest_mcpeval.run.cache import ResponseCache, request_key
+from pytest_mcpeval.run.cache import ResponseCache, legacy_request_key, request_key
 from pytest_mcpeval.run.pool import DaemonPool
 from pytest_mcpeval.settings import FILE_SUFFIXES
 
@@ -59,6 +60,11 @@ class Unit:
              label: str) -> Unit:
         return cls(model, messages, catalog, repeat, label, request_key(model, messages, catalog.openai_tools, repeat))
 
+    @functools.cached_property
+    def legacy_key(self) -> str:
+        """The key a cache recorded before version 2 of the keys holds this call under (read, never written)."""
+        return legacy_request_key(self.model, self.messages, self.catalog.openai_tools, self.repeat)
+
 
 @dataclass
 class DispatchSettings:
@@ -84,8 +90,8 @@ class Dispatcher:
         """Start the call in the background (no-op for retrievers, which are fast and local)."""
         if unit.model.target.startswith(LOCAL_PREFIX):
             return
-        if self.cache is not None and (self.cache.mode == "none" or (
-                self.cache.mode == "new" and self.cache.has(unit.model, unit.key))):
+        if self.cache is not None and (self.cache.mode == "none" or (self.cache.mode == "new" and (
+                self.cache.has(unit.model, unit.key) or self.cache.has(unit.model, unit.legacy_key)))):
             return  # a replay (or, in mode none, a miss, which is an error): the item reads it itself
         with self._lock:
             if unit.key in self._futures:
@@ -130,6 +136,8 @@ class Dispatcher:
         if self.cache is None:
             return None
         entry = self.cache.get(unit.model, unit.key)
+        if entry is None and self.cache.mode in ("new", "none"):  # all, off: only this run's entries, all current
+            entry = self.cache.get(unit.model, unit.legacy_key)
         if entry is None:
             return None
         reply = ModelReply.from_entry(entry["reply"])
