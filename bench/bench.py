@@ -202,8 +202,15 @@ BARE_LOOP = """
 import json, sys, time
 from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
 started = time.perf_counter()
+if {plugin_import}:  # as the plugin imports it (the collector off): the efficiency section's reference
+    from pytest_mcpeval.models.litellm_client import load_litellm
+    load_litellm()
 import litellm
 imported = time.perf_counter()
+from pytest_mcpeval.models.litellm_client import keep_alive_pool
+# the plugin's HTTP client: litellm's default pool closes surplus idle connections, and httpcore 1.0.9 may close one
+# it just handed out (encode/httpcore#1110): a "Connection error" that ended this loop (no retries) now and then
+keep_alive_pool(litellm)
 API_BASE, CASES, C, PROCESSES = {api_base!r}, {cases}, {concurrency}, {processes}
 TOOLS = [{{"type": "function", "function": {{"name": t["name"], "description": t.get("description", ""),
           "parameters": t["inputSchema"]}}}} for t in json.load(open("evals/tools.json"))]
@@ -234,10 +241,12 @@ if __name__ == "__main__":
 """
 
 
-def bare_loop(root: Path, api_base: str, cases: int, concurrency: int, processes: int = 1) -> dict[str, float]:
+def bare_loop(root: Path, api_base: str, cases: int, concurrency: int, processes: int = 1,
+              plugin_import: bool = False) -> dict[str, float]:
     """The loop as a script file (a process pool's workers import the main module by its path)."""
     path = root / "bare_loop.py"
-    path.write_text(BARE_LOOP.format(api_base=api_base, cases=cases, concurrency=concurrency, processes=processes))
+    path.write_text(BARE_LOOP.format(api_base=api_base, cases=cases, concurrency=concurrency, processes=processes,
+                                     plugin_import=plugin_import))
     return python_run([str(path)], root)
 
 
@@ -295,6 +304,12 @@ def efficiency(sizes: Sizes, work: Path, extra: tuple[str, ...] = ()) -> Iterato
                                 ideal / session, target,
                                 f"ideal {ideal:.2f} s / evaluation {session:.2f} s; wall {wall:.2f} s, "
                                 f"{ideal / wall:.2f} of it; at most {bound:.2f} after the import")
+            # what litellm itself reaches: the same calls from a bare thread-pool loop, litellm imported as the
+            # plugin imports it, timed from the start of its import to its last answer
+            bare = bare_loop(root, api_base, n, c, plugin_import=True)
+            yield Row(f"efficiency: bare litellm loop, the same calls, L={latency:g} s (reference)",
+                      f"{ideal / (bare['import_s'] + bare['loop_s']):.2f} (ideal {ideal:.2f} s / import "
+                      f"{bare['import_s']:.2f} s + calls {bare['loop_s']:.2f} s)")
 
 
 def cpu(sizes: Sizes, work: Path) -> Iterator[Row]:
