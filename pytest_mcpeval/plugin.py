@@ -310,6 +310,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
         result = item.stash[RESULT_KEY] = results_of_failure(item, call.when, call.excinfo)
         report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
+    if call.when == "setup" and report.skipped and ref is not None and result is None:
+        from pytest_mcpeval.collect import CaseItem  # imported already: the item is one of its kind or not
+        from pytest_mcpeval.run.item import skipped_case
+
+        if isinstance(item, CaseItem):
+            report.mcpeval_skipped = item.config.stash[SETTINGS_KEY].redactor.data(skipped_case(item, report.longrepr))
     if result is not None and call.when == "call":
         # masked where made (on the xdist worker: no secret crosses the channel, and the session's end does
         # not walk every result); builtin-only dicts: they cross the xdist channel as they are

@@ -18,7 +18,15 @@ from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
-    from pytest_mcpeval.report.types import CaseResult, CatalogInfo, LintResult, MetricChangeView, ModelRun, Report
+    from pytest_mcpeval.report.types import (
+        CaseResult,
+        CatalogInfo,
+        LintResult,
+        MetricChangeView,
+        ModelRun,
+        Report,
+        SkippedCase,
+    )
     from pytest_mcpeval.run.case import CaseIdentity
     from pytest_mcpeval.settings import Settings
 
@@ -37,6 +45,7 @@ class EvalSession:
         self.expected: dict[str, CaseIdentity] = {}
         self.reported: set[str] = set()  # node ids whose results arrived
         self.skipped: set[str] = set()
+        self.skipped_cases: dict[str, SkippedCase] = {}  # node id -> what the report lists under `skipped`
         self.failures: dict[str, str] = {}  # node id -> failure text of an item that sent no results
         self.collect_errors: list[str] = []  # benchmark files that could not be collected: their cases are missing
         self.notes: list[str] = []  # said at the end of the summary
@@ -82,6 +91,9 @@ class EvalSession:
         results = getattr(report, "mcpeval", None)
         if report.skipped and report.when == "setup":
             self.skipped.add(report.nodeid)
+            skipped = getattr(report, "mcpeval_skipped", None)
+            if isinstance(skipped, dict):
+                self.skipped_cases.setdefault(report.nodeid, cast("SkippedCase", skipped))
         elif report.failed and not isinstance(results, list):  # e.g. the item of a crashed xdist worker
             self.failures.setdefault(report.nodeid, report.longreprtext.strip().splitlines()[-1:][0]
                                      if report.longreprtext.strip() else f"{report.when} failed")
@@ -123,6 +135,9 @@ class EvalSession:
         report = build_report(results, self.catalogs, settings.models)
         if self.lint:
             report["lint"] = lint_section(self.lint, report)
+        if self.skipped_cases:
+            report["skipped"] = sorted(self.skipped_cases.values(),
+                                       key=lambda s: (s["file"], s["line"], s["id"], s["model"] or ""))
         failures: list[str] = []
         if self.results:
             self.usage_errors = check_names(settings.thresholds, tools, models_run)

@@ -96,6 +96,14 @@ def summary(report: Report) -> str:
             lines.append(f"| {code(label, table=True)} | {text(c.get(column))} |")
         if len(rows) > MAX_ROWS:
             lines.append(f"\n… and {len(rows) - MAX_ROWS} more (the JSON report has every case)")
+    skipped = report.get("skipped") or []
+    if skipped:  # not run, not scored: said, so that a skip never passes for a case that ran
+        reasons: dict[str, int] = {}
+        for s in skipped:
+            reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
+        lines += ["", f"### Skipped ({len(skipped)}: not run, not in the metrics)", ""]
+        lines += [f"- {text(reason, limit=MAX_SENTENCE)} ({count}x)"
+                  for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0]))[:MAX_ROWS]]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -453,6 +453,16 @@ class ComparisonSection(TypedDict):
 # -------------------------------------------------------------------------------------------- the report
 
 
+class SkippedCase(TypedDict):
+    """A selected case item that pytest skipped: not run, not scored, listed so that no case goes missing."""
+
+    file: str
+    line: int
+    id: str
+    model: str | None  # None: no model was configured
+    reason: str
+
+
 class Report(TypedDict):
     version: Literal[1]
     plugin_version: str
@@ -463,6 +473,7 @@ class Report(TypedDict):
     cases: list[CaseResult]
     lint: NotRequired[dict[str, LintSection]]
     comparison: NotRequired[ComparisonSection]
+    skipped: NotRequired[list[SkippedCase]]  # only when a selected case item was skipped
 
 
 class BaselineModel(TypedDict):

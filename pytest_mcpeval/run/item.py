@@ -15,7 +15,7 @@ from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.run.case import CaseError, unscored_result
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.report.types import CaseResult
+    from pytest_mcpeval.report.types import CaseResult, SkippedCase
     from pytest_mcpeval.run.runtime import Runtime
 
 
@@ -67,6 +67,18 @@ def results_of_failure(item: pytest.Item, when: str, excinfo: pytest.ExceptionIn
     results = [unscored_result(ref.identity(item.config.rootpath), repeat, message) for repeat in range(repeats)]
     record_properties(item, results)
     return results
+
+
+def skipped_case(item: pytest.Item, longrepr: object) -> SkippedCase:
+    """What the report lists for a case item pytest skipped (``skip:`` in the file, a skip mark, no model, a flow
+    for a retriever): the case, its model, and the reason pytest gave."""
+    from pytest_mcpeval.run.case import relative_to_root
+
+    ref = item.stash[CASE_KEY]
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    return {"file": relative_to_root(ref.bench.path, item.config.rootpath), "line": ref.line, "id": ref.case.id,
+            "model": ref.model.name if ref.model is not None else None,
+            "reason": str(reason).removeprefix("Skipped: ")}
 
 
 def record_properties(item: pytest.Item, results: list[CaseResult]) -> None:

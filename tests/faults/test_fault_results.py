@@ -299,3 +299,60 @@ def test_no_secret_reaches_an_artifact(pytester: pytest.Pytester, model_server: 
     artifacts["terminal"] = "\n".join(result.stdout.lines + result.stderr.lines)
     found = {name: [s for s in (KEY, SESSION, URL_TOKEN, ENV_SECRET) if s in text] for name, text in artifacts.items()}
     assert found == {name: [] for name in artifacts}
+
+
+SKIPPING = """server: {tools_file: tools.json}
+cases:
+  - {id: runs, input: who am I, expect: [{tool: get_me, args: {}}]}
+  - {id: later, input: not yet, expect: [{tool: get_me, args: {}}], skip: "waiting for issue 12"}
+  - {id: parked, input: parked, expect: [{tool: get_me, args: {}}], skip: true}
+"""
+SKIPPING_CONFTEST = """
+import pytest
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "runs[fake]":
+            item.add_marker(pytest.mark.skip(reason="a user's own skip, see https://ci.test/run?token=abcdefgh12345"))
+"""
+
+
+@pytest.mark.parametrize("users_skip", [False, True], ids=["file", "file-and-conftest"])
+def test_a_skipped_case_is_listed_in_the_report_once_and_never_scored(pytester: pytest.Pytester,
+                                                                     model_server: ScriptedModelServer,
+                                                                     xdist_args: list[str], users_skip: bool) -> None:
+    """Every selected case ends in the report exactly once: one that pytest skipped (``skip:`` in the file, a
+    user's skip mark) is listed under ``skipped`` with its reason, masked, and is in no metric."""
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": SKIPPING}, tools=json.loads(GITHUB_TOOLS.read_text()))
+    if users_skip:
+        (pytester.path / "conftest.py").write_text(SKIPPING_CONFTEST)
+    model_server.call("who am I", "get_me")
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json", "--mcp-markdown=summary.md",
+                 *xdist_args)
+    assert result.ret == 0
+    report = read_report(pytester)
+    later = {"file": "bench.mcpeval.yaml", "line": 4, "id": "later", "model": "fake", "reason": "waiting for issue 12"}
+    off = {"file": "bench.mcpeval.yaml", "line": 5, "id": "parked", "model": "fake",
+           "reason": "skip: true in the benchmark file"}
+    if users_skip:
+        mine = {"file": "bench.mcpeval.yaml", "line": 3, "id": "runs", "model": "fake",
+                "reason": "a user's own skip, see https://ci.test/run?token=REDACTED"}
+        assert report["skipped"] == [mine, later, off]
+        assert report["cases"] == [] and model_server.requests == []
+    else:
+        assert report["skipped"] == [later, off]
+        assert [(c["id"], c["passed"]) for c in report["cases"]] == [("runs", True)]
+        assert report["models"]["fake"]["scored"] == 1
+    summary = (pytester.path / "summary.md").read_text()
+    assert f"### Skipped ({len(report['skipped'])}: not run, not in the metrics)" in summary
+    assert "- waiting for issue 12 (1x)" in summary
+
+
+def test_without_a_model_every_case_is_listed_as_skipped(pytester: pytest.Pytester,
+                                                         model_server: ScriptedModelServer) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": SKIPPING}, tools=json.loads(GITHUB_TOOLS.read_text()))
+    (pytester.path / "pytest.ini").write_text("[pytest]\n")
+    assert run(pytester, "--mcp-report=report.json").ret == 0
+    skipped = read_report(pytester)["skipped"]
+    assert [(s["id"], s["model"]) for s in skipped] == [("runs", None), ("later", None), ("parked", None)]
+    assert skipped[0]["reason"].startswith("no model configured: pass --mcp-models=")
+    assert skipped[1]["reason"] == "waiting for issue 12"  # the case's own reason comes first
