@@ -293,3 +293,37 @@ def test_a_bad_process_count_is_one_line(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--mcp-processes=all")
     result.stderr.fnmatch_lines(["*--mcp-processes: 'all' is not auto or a whole number"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+CALLBACK_CONFTEST = """
+import litellm
+from litellm.integrations.custom_logger import CustomLogger
+
+class Count(CustomLogger):
+    calls = 0
+    def log_success_event(self, kwargs, response_obj, start_time, end_time):
+        Count.calls += 1
+
+litellm.callbacks = [Count()]
+
+def pytest_unconfigure(config):
+    (config.rootpath / "counted.txt").write_text(str(Count.calls))
+"""
+
+
+@pytest.mark.parametrize("processes", [[], ["--mcp-processes=1"]], ids=["auto", "chosen"])
+def test_litellm_set_up_in_a_conftest_keeps_auto_calls_in_the_pytest_process(
+        pytester: pytest.Pytester, model_server: ScriptedModelServer, processes: list[str]) -> None:
+    """A conftest.py that imports litellm and sets it up (here a success callback): under ``auto`` (100 calls and
+    more would go to worker processes) the calls are made in the pytest process, where the setting is, so the
+    callback sees each of them; ``--mcp-processes=N`` is obeyed as chosen (the workers have no such callback)."""
+    calls = 120
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": get_me_cases(calls)})
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    (pytester.path / "conftest.py").write_text(CALLBACK_CONFTEST)
+    model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}]})
+    result = run_subprocess(pytester, "--mcp-models=fake", "--mcp-record=off", *processes)  # a fresh process
+    result.stdout.fnmatch_lines([f"*{calls} passed*"])
+    assert len(model_server.requests) == calls
+    counted = int((pytester.path / "counted.txt").read_text())
+    assert counted == (0 if processes else calls)

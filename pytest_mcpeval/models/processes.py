@@ -17,7 +17,8 @@ the import is paid once, in the background, while pytest collects (:func:`pytest
 
 A worker sees the pytest process's environment as it is at each call (API keys set by a fixture too), the
 tool list once per catalog, and nothing else of it: litellm settings made in a ``conftest.py`` (callbacks,
-custom providers, monkeypatches) stay in the pytest process, so such runs want ``--mcp-processes=0``.
+custom providers, monkeypatches) stay in the pytest process.  So under ``auto`` no call goes to a worker once
+the session's own code has imported litellm (:func:`litellm_set_up_here`); ``--mcp-processes=N`` is obeyed.
 A worker that cannot be started leaves its calls to the pytest process; one that dies makes the calls it
 had in flight errors of their cases.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 import threading
 from concurrent.futures import Future
 from multiprocessing.managers import BaseManager
@@ -129,11 +131,26 @@ def _context() -> Any:
     return multiprocessing.get_context("spawn")
 
 
-class CallProcesses:
-    """``count`` worker processes making litellm calls; :meth:`complete` is :func:`litellm_client.complete`."""
+def litellm_set_up_here() -> bool:
+    """Whether litellm was imported in this process by something other than the plugin (a ``conftest.py``, a
+    plugin, the tests' own code): whatever it set there (callbacks, custom providers, ``litellm.api_base``,
+    monkeypatches) lives in this process only, and a worker process would call without it."""
+    if "litellm" not in sys.modules:
+        return False
+    client = sys.modules.get("pytest_mcpeval.models.litellm_client")
+    return client is None or getattr(client, "_litellm", None) is None
 
-    def __init__(self, count: int) -> None:
+
+class CallProcesses:
+    """``count`` worker processes making litellm calls; :meth:`complete` is :func:`litellm_client.complete`.
+
+    Chosen by ``auto`` (not by ``--mcp-processes=N``), they make no call once :func:`litellm_set_up_here`: the
+    calls are then made in the pytest process, where the user's litellm settings are."""
+
+    def __init__(self, count: int, auto: bool = False) -> None:
         self.count = count
+        self.auto = auto
+        self._here = False  # auto, and litellm is set up in the pytest process: every call made there
         self._workers: list[Future[tuple[Any, Any]]] = []
         self._known: list[set[str]] = [set() for _ in range(count)]  # catalogs each worker was sent
         self._lock = threading.Lock()
@@ -174,7 +191,11 @@ class CallProcesses:
 
     def complete(self, model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *, retries: int,
                  timeout: float, seed: int) -> ModelReply | None:
-        """The reply, made by this thread's worker; ``None`` when no worker could be started (call here)."""
+        """The reply, made by this thread's worker; ``None`` when no worker could be started, or litellm is set
+        up in this process under ``auto`` (call here)."""
+        if self.auto and (self._here or litellm_set_up_here()):
+            self._here = True  # for good: once the plugin imports litellm here too, it would look like its own
+            return None
         self.start()
         if self._closed:
             return None

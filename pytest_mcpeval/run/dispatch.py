@@ -302,10 +302,15 @@ def available_cores() -> int:
 def processes_for(config: pytest.Config) -> int:
     """How many worker processes make this process's litellm calls (0: this process): ``--mcp-processes``, or
     for ``auto`` a process per core this process may use (the cores shared among xdist workers; at most
-    :data:`MAX_AUTO_PROCESSES`), none on one core."""
+    :data:`MAX_AUTO_PROCESSES`), none on one core or when the session's own code imported litellm (its settings
+    are in this process: :func:`~pytest_mcpeval.models.processes.litellm_set_up_here`)."""
     chosen: int | None = config.stash[SETTINGS_KEY].processes
     if chosen is not None:
         return chosen
+    from pytest_mcpeval.models.processes import litellm_set_up_here
+
+    if litellm_set_up_here():  # the user's litellm settings are in this process: the calls are made here
+        return 0
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     workers = int(workerinput["workercount"]) if workerinput else 1
     cores = available_cores()
@@ -339,7 +344,7 @@ def note_model_item(item: pytest.Item, model: ModelSpec) -> None:
         return
     from pytest_mcpeval.models.processes import CallProcesses
 
-    planned = config.stash[_PROCESSES_KEY] = CallProcesses(wanted)
+    planned = config.stash[_PROCESSES_KEY] = CallProcesses(wanted, auto=settings.processes is None)
     if _calls_certain(config, model):
         planned.start()
 
@@ -369,7 +374,7 @@ def note_benchmark_file(config: pytest.Config, path: Path) -> None:
     if wanted > 0 and any(_calls_certain(config, model) for model in models):
         from pytest_mcpeval.models.processes import CallProcesses
 
-        processes = config.stash[_PROCESSES_KEY] = CallProcesses(wanted)
+        processes = config.stash[_PROCESSES_KEY] = CallProcesses(wanted, auto=settings.processes is None)
         processes.start()
 
 
