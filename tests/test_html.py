@@ -418,6 +418,7 @@ def hostile_report() -> tuple[dict[str, Any], dict[str, Any]]:
                                          "after": False, "called_before": evil, "called_after": evil,
                                          "passed_before": True, "passed_after": False}],
                             "only_in_baseline": [evil], "only_in_current": [evil]}
+    report["skipped"] = [{"file": evil, "line": 3, "id": evil, "model": evil, "reason": evil}]
     baseline = {"catalogs": {"c0": {"server": evil, "tokens": 1, "tools": {
         "list_<img src=x onerror=alert(1)>": {"hash": "old", "description": "old " + evil, "tokens": 1}}}}}
     return report, baseline
@@ -430,6 +431,7 @@ def test_hostile_strings_reach_the_page_only_as_text() -> None:
                                      "<img src=x onerror=alert(1)>", '"><svg onload=alert(1)>',
                                      "&lt;escaped&gt; &amp;", "``` `tick` ```"])
     assert "… [truncated, " in "".join(parsed.text)  # the long line is cut, visibly
+    assert "1 case item skipped: not run, not in the metrics" in "".join(parsed.text)
     assert parsed.count("div", **{"class": "desc-change"}) == 1
     data = json.loads(parsed.scripts[0])  # the inline JSON: script-safe, and read back unchanged
     assert data["models"] == ["m<script>window.__pwned=1</script>"]

@@ -191,6 +191,13 @@ def render(report: Report, baseline: Mapping[str, Any] | None = None, *, resampl
         notes.append(f'<p class="bad">The run did not finish: {text(run.get("stopped", "interrupted"), LONG)}</p>')
     for path in run.get("collect_errors") or []:
         notes.append(f'<p class="bad">Not collected: {text(path, 400)}</p>')
+    skipped = report.get("skipped") or []
+    if skipped:  # not run, not in any metric: listed, so that a skip never passes for a case that ran
+        rows = "".join(f"<tr><td>{text(s['file'], 400)}:{s['line']}<td>{text(s['id'])}<td>{text(s['model'] or '')}"
+                       f"<td>{text(s['reason'], LONG)}</tr>" for s in skipped)
+        notes.append(f"<details><summary>{plural(len(skipped), 'case item')} skipped: not run, not in the "
+                     "metrics</summary><table><thead><tr><th>file<th>case<th>model<th>reason</tr></thead>"
+                     f"<tbody>{rows}</tbody></table></details>")
     method = (f"Intervals: {100 * (1 - level):g}% percentile bootstrap over cases ({resamples:,} resamples, seed "
               f"{seed}; the repeats of a case are resampled together).")
     data = {"models": names, "diagnoses": sorted({str(c["diagnosis"]) for c in cases if c.get("diagnosis")})}
