@@ -201,10 +201,12 @@ def test_start_up_is_timed_once_per_process(tmp_path: Path, monkeypatch: pytest.
 
 def test_the_report_records_start_up(pytester: pytest.Pytester, scripted: ScriptedModelServer) -> None:
     needs("time")
-    run(project(pytester, scripted, "time"), "servers", "--mcp-models=scripted", "--mcp-record=off",
-        "--mcp-report=report.json", "-k", "tokyo-to-kolkata")
+    result = run(project(pytester, scripted, "time"), "servers", "--mcp-models=scripted", "--mcp-record=off",
+                 "--mcp-report=report.json", "-k", "tokyo-to-kolkata")
     (catalog,) = read_report(pytester)["catalogs"].values()
     assert 0 < catalog["startup_s"] < 30
+    result.stdout.fnmatch_lines([f"catalog *: * tools, * tokens per request (heaviest: *); started in "
+                                 f"{catalog['startup_s']:.2f} s"])  # the terminal says it too
 
 
 def test_without_node_the_npm_servers_skip_and_deselect(pytester: pytest.Pytester, scripted: ScriptedModelServer,

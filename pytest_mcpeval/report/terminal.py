@@ -113,6 +113,9 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
         if len(infos) > 1:
             sizes = sorted(len(i["tools"]) for i in infos)
             parts = f"; {len(infos)} tool sets shown, {sizes[0]}-{sizes[-1]} tools"
+        started = [i["startup_s"] for i in infos if "startup_s" in i]  # a live server's start to its tool list
+        if started:
+            parts += f"; started in {max(started):.2f} s"
         yield (f"catalog {server}: {len(info['tools'])} tools, {info['tokens']:,} tokens per request "
                f"(heaviest: {names}){parts}")
     for name, m in report["models"].items():
