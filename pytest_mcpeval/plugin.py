@@ -172,6 +172,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="significance level of the drop test (default 0.05)",
     )
     group.addoption(
+        "--mcp-drop-correction", dest="mcp_drop_correction", choices=("none", "holm"), default="none",
+        help="with --mcp-compare: adjust each model's p-values for the number of metrics compared (holm: Holm's "
+        "step-down method; default none)",
+    )
+    group.addoption(
         "--mcp-drop-metrics", dest="mcp_drop_metrics", metavar="NAMES", type=drop_metrics,
         default=list(DEFAULT_DROP_METRICS),
         help=f"metrics compared: {', '.join(DROP_METRICS)} (default {','.join(DEFAULT_DROP_METRICS)})",

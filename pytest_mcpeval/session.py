@@ -273,11 +273,12 @@ class EvalSession:
         assert settings.baseline is not None
         margin = settings.fail_on_drop if settings.fail_on_drop is not None else DEFAULT_DROP_MARGIN
         comparison = compare(settings.baseline, report, margin=margin, level=settings.drop_level,
-                             metrics=settings.drop_metrics)
+                             metrics=settings.drop_metrics, correction=settings.drop_correction)
         report["comparison"] = {
             "baseline": str(settings.compare_path),
             "margin": margin,
             "level": settings.drop_level,
+            "correction": settings.drop_correction,
             "changes": [cast("MetricChangeView", vars(c)) for c in comparison.changes],
             "drops": comparison.failures(),
             "improvements": [c.sentence() for c in comparison.improvements()],

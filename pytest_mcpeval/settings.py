@@ -160,6 +160,7 @@ class Settings:
     fail_on_drop: float | None = None
     drop_level: float = DEFAULT_DROP_LEVEL
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
+    drop_correction: str = "none"  # --mcp-drop-correction: "none" or "holm" (gate.compare.holm)
     markdown_path: Path | None = None
     html_path: Path | None = None  # --mcp-html / ini mcp_html: the self-contained HTML report
     list_tools: bool = False
@@ -255,6 +256,7 @@ class Settings:
                    snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
+                   drop_correction=opt.mcp_drop_correction,
                    markdown_path=path(opt.mcp_markdown), html_path=html, list_tools=bool(opt.mcp_tools),
                    judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None

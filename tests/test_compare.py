@@ -1152,3 +1152,72 @@ def test_fail_on_drop_gates_flows(pytester: pytest.Pytester, model_server: Scrip
     else:
         assert "GATE FAILED" not in result.stdout.str() and comparison["drops"] == []
         assert result.ret == 0
+
+
+# -- --mcp-drop-correction=holm: each model's changes one family, Holm's step-down, Tarone's screening ----------
+
+def _change(metric: str, p: float, discordant: int, diff: float | None = -0.2) -> Any:
+    from pytest_mcpeval.gate.compare import MetricChange
+
+    return MetricChange(MODEL, metric, 0.9, None if diff is None else 0.9 + diff, diff, None, None, p, 40,
+                        p < 0.05, p < 0.05 and diff is not None and diff < -0.02,
+                        p < 0.05 and diff is not None and diff > 0.02, 0.05, discordant)
+
+
+def test_holm_by_hand() -> None:
+    """Three changes could be significant (6 or more discordant cases), one cannot (3: at best p = 0.25), one is
+    not comparable.  m = 3: 0.01 -> 0.03, 0.03 -> max(0.03, 2 x 0.03) = 0.06, 0.04 -> max(0.06, 0.04) = 0.06."""
+    from pytest_mcpeval.gate.compare import holm
+
+    a, b, c = _change("accuracy", 0.01, 8), _change("macro_f1", 0.04, 7), _change("f1[x]", 0.03, 6)
+    d, e = _change("f1[y]", 0.5, 3), _change("f1[z]", 1.0, 0, diff=None)
+    holm([a, b, c, d, e], 0.05, 0.02)
+    assert [x.p_adjusted for x in (a, b, c, d, e)] == pytest.approx([0.03, 0.06, 0.06, 0.5, 1.0])
+    assert (a.significant, a.drop) == (True, True)
+    assert not any(x.significant or x.drop for x in (b, c, d, e))
+
+
+def test_holm_rejects_what_the_step_down_rule_rejects() -> None:
+    """Seeded: on random families the adjusted p-values below the level are exactly Holm's rejections as the
+    rule states them (the i-th smallest p is compared with level / (m - i + 1), stopping at the first that is not
+    below), and screening leaves out exactly the changes of fewer than six discordant cases."""
+    from pytest_mcpeval.gate.compare import holm
+
+    rng = np.random.default_rng(20261130)
+    for _ in range(2_000):
+        size = int(rng.integers(1, 12))
+        discordant = [int(rng.integers(0, 12)) for _ in range(size)]
+        drawn = [float(rng.choice([rng.uniform(0, 0.06), rng.uniform(0, 1)])) for _ in range(size)]
+        family = [_change(f"f1[t{i}]", max(2.0 ** (1 - d), p), d)  # an exact test's p is at least 2 / 2**d
+                  for i, (d, p) in enumerate(zip(discordant, drawn, strict=True))]
+        raw = {x.metric: (x.p_value, x.discordant) for x in family}
+        holm(family, 0.05, 0.02)
+        testable = sorted((p, m) for m, (p, d) in raw.items() if d >= 6)
+        rejected: set[str] = set()
+        for i, (p, metric) in enumerate(testable):
+            if not p < 0.05 / (len(testable) - i):
+                break
+            rejected.add(metric)
+        assert {x.metric for x in family if x.significant} == rejected
+        assert all(x.p_adjusted == raw[x.metric][0] for x in family if raw[x.metric][1] < 6)
+
+
+def test_with_holm_a_drop_seen_by_one_metric_of_many_needs_more_evidence() -> None:
+    """Eight of ten git_status cases call git_diff: five changes (accuracy, pass rate, macro F1 and two tools'
+    F1) each at p = 2 / 2**8.  Uncorrected all five are drops; with Holm each is adjusted to 5 x 0.0078 = 0.039,
+    still drops.  Six flips: p = 0.03125 each, drops uncorrected, none after Holm (5 x 0.03125 > 0.05)."""
+    baseline, current = tool_runs(10, 8)
+    result = compare(baseline, current, metrics=METRICS, correction="holm")
+    changes = by_metric(result)
+    assert result.correction == "holm" and len(result.failures()) == 5
+    assert changes["accuracy"].p_adjusted == pytest.approx(5 * 2 / 2**8)
+    assert changes["accuracy"].sentence().endswith("p = 0.0078, Holm-adjusted p = 0.0391, 8 of 22 paired cases "
+                                                   "changed)")
+    baseline, current = tool_runs(10, 6)
+    assert len(compare(baseline, current, metrics=METRICS).failures()) == 5
+    held = compare(baseline, current, metrics=METRICS, correction="holm")
+    assert held.passed and held.failures() == []
+    assert by_metric(held)["accuracy"].p_adjusted == pytest.approx(min(1.0, 5 * 2 / 2**6))
+    assert all(c.p_adjusted is None for c in compare(baseline, current, metrics=METRICS).changes)
+    with pytest.raises(ValueError, match="unknown correction 'bonferroni'"):
+        compare(baseline, current, correction="bonferroni")

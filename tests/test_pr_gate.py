@@ -63,6 +63,30 @@ def test_description_change_that_flips_cases_fails_the_gate(pytester: pytest.Pyt
     assert len(comparison["flipped"]) == 6 and comparison["drops"]
 
 
+def test_holm_correction_weighs_the_same_six_flips_against_the_number_of_metrics(
+        pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """The six flips above, with --mcp-drop-correction=holm: accuracy, macro F1 and f1[list_issues] each have
+    p = 2 / 2**6 = 0.03125 over six discordant cases (f1[search_issues] is not comparable: the baseline never
+    expected or called it); Holm over those three gives 3 x 0.03125 = 0.09375 each, so the gate passes and says
+    so with both p-values."""
+    project(pytester, model_server, 12, TOOLS)
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0
+    for i in range(6):
+        model_server.call(f"show the open issues of repo r{i}", "search_issues", query=f"repo:r{i} is:open")
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-fail-on-drop=0.02",
+                 "--mcp-drop-correction=holm", "--mcp-markdown=pr.md", "--mcp-report=report.json", "--mcp-record=off")
+    assert "GATE FAILED" not in result.stdout.str() and result.ret == 0
+    comparison = read_report(pytester)["comparison"]
+    assert comparison["correction"] == "holm" and comparison["drops"] == []
+    adjusted = {c["metric"]: c["p_adjusted"] for c in comparison["changes"] if c["discordant"] >= 6}
+    assert adjusted == pytest.approx({"accuracy": 0.09375, "macro_f1": 0.09375, "f1[list_issues]": 0.09375,
+                                      "f1[search_issues]": 1.0})
+    assert "0.0312 (Holm 0.0938)" in (pytester.path / "pr.md").read_text()
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-drop-correction=bonferroni")
+    result.stderr.fnmatch_lines(["*--mcp-drop-correction: invalid choice: 'bonferroni' (choose from *none*holm*)"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
 def test_a_small_random_drop_is_not_significant(pytester: pytest.Pytester,
                                                 model_server: ScriptedModelServer) -> None:
     project(pytester, model_server, 20, TOOLS)

@@ -29,6 +29,12 @@ compared in neither family (:attr:`Comparison.kind_changed`).
 
 A change is a *drop* when ``diff < -margin`` and ``p < level``; drops are what a pull request gate
 fails on.  Everything is seeded: the same inputs give the same output.
+
+With ``correction="holm"`` (``--mcp-drop-correction=holm``) the changes of each model are one family and
+their p-values are adjusted by Holm's step-down method (:func:`holm`), which keeps the chance of any false
+verdict among them at ``level``; only the changes that could be significant at all count in the family
+(``k`` discordant cases give at best ``2 / 2**k``: a change of fewer than six at level 0.05 cannot be),
+the screening of Tarone (1990) for discrete tests.  A verdict then reads ``p_adjusted``.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 
 METRICS = DROP_METRICS  # the names --mcp-drop-metrics accepts (scoring.registry)
 SINGLE_CALL_METRICS = ("accuracy", "macro_f1", "pass_rate", "tool_f1")  # over the paired single-call cases
+CORRECTIONS = ("none", "holm")  # --mcp-drop-correction
 
 
 def _p_clause(p: float) -> str:
@@ -86,6 +93,7 @@ class MetricChange:
     improvement: bool
     level: float = DEFAULT_DROP_LEVEL
     discordant: int = 0
+    p_adjusted: float | None = None  # with a correction (holm): what the verdict reads; None without one
 
     def sentence(self) -> str:
         """E.g. ``model gpt-5: accuracy dropped 0.900 -> 0.750 (-0.150, 95% CI [-0.250, -0.050], p = 0.0039, 9 of
@@ -98,8 +106,10 @@ class MetricChange:
         ci = ("" if self.ci_low is None or self.ci_high is None
               else f", {confidence(self.level)} CI [{self.ci_low:.3f}, {self.ci_high:.3f}]")
         unit = _UNITS.get(self.metric, "paired cases")
+        adjusted = "" if self.p_adjusted is None else f", Holm-adjusted {_p_clause(self.p_adjusted)}"
         return (f"model {self.model}: {self.metric} {verb} {self.before:.3f} -> {self.after:.3f} "
-                f"({self.diff:+.3f}{ci}, {_p_clause(self.p_value)}, {self.discordant} of {self.n} {unit} changed)")
+                f"({self.diff:+.3f}{ci}, {_p_clause(self.p_value)}{adjusted}, {self.discordant} of {self.n} {unit} "
+                "changed)")
 
 
 @dataclass
@@ -115,6 +125,7 @@ class Comparison:
     margin: float = DEFAULT_DROP_MARGIN
     level: float = DEFAULT_DROP_LEVEL
     kind_changed: list[str] = field(default_factory=list)  # keys of a flow in one run, a single call in the other
+    correction: str = "none"  # or "holm": the p-values of each model's changes adjusted (see holm)
 
     def failures(self) -> list[str]:
         return [c.sentence() for c in self.changes if c.drop]
@@ -271,6 +282,7 @@ def compare(
     metrics: Sequence[str] = DEFAULT_DROP_METRICS,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    correction: str = "none",
 ) -> Comparison:
     """Compare the current report with a baseline (from :func:`make_baseline`, or a full report).
 
@@ -284,6 +296,8 @@ def compare(
         raise ValueError(f"resamples must be >= 1, got {resamples}")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1, got {level}")
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; expected one of {', '.join(CORRECTIONS)}")
 
     before_cases = {_pair_key(c): c for c in baseline.get("cases") or []}
     after_cases = {_pair_key(c): c for c in current_report.get("cases") or []}
@@ -320,9 +334,32 @@ def compare(
         if claims and "coverage" in metrics:
             coverage = [[float(c["coverage"]) for c in pair] for pair in claims]
             by_metric["coverage"] = [_mean_change(model, "coverage", coverage, margin, level, resamples, seed)]
-        changes += [c for metric in metrics for c in by_metric.get(metric, [])]
+        own = [c for metric in metrics for c in by_metric.get(metric, [])]
+        if correction == "holm":
+            holm(own, level, margin)
+        changes += own
     return Comparison(changes, only_before, only_after, flipped, excluded,
-                      {m: len(pairs[m]) for m in models}, margin, level, kind_changed)
+                      {m: len(pairs[m]) for m in models}, margin, level, kind_changed, correction)
+
+
+def holm(family: list[MetricChange], level: float, margin: float) -> None:
+    """Holm's step-down adjustment of the p-values of ``family`` (one model's changes), in place: the ``i``-th
+    smallest of the ``m`` p-values becomes ``max over j <= i of min(1, (m - j + 1) * p_j)``, and a change is
+    significant when that is below ``level``.  ``m`` counts only the changes that could be significant at
+    ``level`` unadjusted (``2 / 2**discordant <= level``, the best p-value of the exact tests); the others keep
+    their p-value, which is above the level anyway (Tarone's screening of untestable hypotheses)."""
+    testable = [c for c in family if c.diff is not None and 2.0 ** (1 - c.discordant) <= level]
+    m = len(testable)
+    running = 0.0
+    for rank, change in enumerate(sorted(testable, key=lambda c: (c.p_value, c.metric))):
+        running = max(running, min(1.0, (m - rank) * change.p_value))
+        change.p_adjusted = running
+    for change in family:
+        if change.p_adjusted is None:
+            change.p_adjusted = change.p_value
+        change.significant = change.diff is not None and change.p_adjusted < level
+        change.drop = change.significant and change.diff is not None and change.diff < -margin
+        change.improvement = change.significant and change.diff is not None and change.diff > margin
 
 
 def _single_call_changes(model: str, model_pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]],

@@ -48,7 +48,10 @@ def delta(change: Mapping[str, Any] | None) -> str:
         return f'<span class="{css}">{words}</span>'
     ci = ("" if change.get("ci_low") is None or change.get("ci_high") is None
           else f' <span class="ci">[{change["ci_low"]:+.3f}, {change["ci_high"]:+.3f}]</span>')
-    return (f'<span class="{css}">{change["diff"]:+.3f}</span>{ci} <span class="ci">{p_value(change["p_value"])}, '
+    adjusted = change.get("p_adjusted")  # --mcp-drop-correction=holm: the verdict reads this one
+    holm = "" if adjusted is None else f" (Holm-adjusted {p_value(adjusted)})"
+    return (f'<span class="{css}">{change["diff"]:+.3f}</span>{ci} '
+            f'<span class="ci">{p_value(change["p_value"])}{holm}, '
             f'{int(change.get("discordant", 0))} of {int(change.get("n", 0))} changed</span> '
             f'<span class="verdict {css}">{words}</span>')
 

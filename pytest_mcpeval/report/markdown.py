@@ -120,6 +120,8 @@ def _marker(change: MetricChange) -> str:
 def _row(name: str, c: MetricChange) -> str:
     ci = "—" if c.ci_low is None or c.ci_high is None else f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]"
     p = "—" if c.diff is None else format_p(c.p_value)
+    if c.diff is not None and c.p_adjusted is not None:  # --mcp-drop-correction=holm: the verdict reads this one
+        p += f" (Holm {format_p(c.p_adjusted)})"
     return (f"| {name} | {_fmt(c.before)} | {_fmt(c.after)} | {_fmt(c.diff, signed=True)} | {ci} | {p} "
             f"| {c.discordant} | {_marker(c)} |")
 

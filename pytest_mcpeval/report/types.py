@@ -421,6 +421,7 @@ class MetricChangeView(TypedDict):
     improvement: bool
     level: float
     discordant: int
+    p_adjusted: float | None  # with --mcp-drop-correction=holm: the Holm-adjusted p-value the verdict reads
 
 
 class Flipped(TypedDict):
@@ -442,6 +443,7 @@ class ComparisonSection(TypedDict):
     baseline: str
     margin: float
     level: float
+    correction: NotRequired[str]  # "none" or "holm" (--mcp-drop-correction)
     changes: list[MetricChangeView]
     drops: list[str]
     improvements: list[str]
