@@ -309,13 +309,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: Any = yield
     ref = item.stash.get(CASE_KEY, None)
     result = item.stash.get(RESULT_KEY, None)
-    if (result is None and ref is not None and ref.model is not None and report.failed and call.excinfo is not None
-            and call.when in ("setup", "call")):  # failed before it had results: an error, never a lost case
+    xfailed = hasattr(report, "wasxfail")  # a failure that an xfail mark turned into a skip: still a failure here
+    if (result is None and ref is not None and ref.model is not None and (report.failed or xfailed)
+            and call.excinfo is not None and call.when in ("setup", "call")):  # no results: an error, never lost
         from pytest_mcpeval.run.item import results_of_failure
 
         result = item.stash[RESULT_KEY] = results_of_failure(item, call.when, call.excinfo)
         report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
-    if call.when == "setup" and report.skipped and ref is not None and result is None:
+    if call.when in ("setup", "call") and report.skipped and not xfailed and ref is not None and result is None:
         from pytest_mcpeval.collect import CaseItem  # imported already: the item is one of its kind or not
         from pytest_mcpeval.run.item import skipped_case
 
@@ -326,10 +327,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # not walk every result); builtin-only dicts: they cross the xdist channel as they are
         report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
     if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked
-        text = str(report.longrepr)
-        masked = item.config.stash[SETTINGS_KEY].redactor.text(text)
-        if masked != text:
-            report.longrepr = masked
+        redactor = item.config.stash[SETTINGS_KEY].redactor
+        if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # a skip's (path, line, reason)
+            path, line, reason = report.longrepr  # stays a tuple: -rs folds skips by it
+            report.longrepr = (path, line, redactor.text(str(reason)))
+        else:
+            text = str(report.longrepr)
+            masked = redactor.text(text)
+            if masked != text:
+                report.longrepr = masked
     lint = item.stash.get(LINT_KEY, None)
     if lint is not None and call.when == "call":
         report.mcpeval_lint = lint

@@ -89,11 +89,12 @@ class EvalSession:
                 self.catalogs[lint["catalog"]] = info
             self.lint.append(cast("LintResult", lint))
         results = getattr(report, "mcpeval", None)
-        if report.skipped and report.when == "setup":
+        skipped = getattr(report, "mcpeval_skipped", None)
+        if isinstance(skipped, dict):  # a case item skipped at setup or while it ran (pytest.skip in a hook)
             self.skipped.add(report.nodeid)
-            skipped = getattr(report, "mcpeval_skipped", None)
-            if isinstance(skipped, dict):
-                self.skipped_cases.setdefault(report.nodeid, cast("SkippedCase", skipped))
+            self.skipped_cases.setdefault(report.nodeid, cast("SkippedCase", skipped))
+        elif report.skipped and report.when == "setup":
+            self.skipped.add(report.nodeid)
         elif report.failed and not isinstance(results, list):  # e.g. the item of a crashed xdist worker
             self.failures.setdefault(report.nodeid, report.longreprtext.strip().splitlines()[-1:][0]
                                      if report.longreprtext.strip() else f"{report.when} failed")

@@ -327,3 +327,16 @@ def test_litellm_set_up_in_a_conftest_keeps_auto_calls_in_the_pytest_process(
     assert len(model_server.requests) == calls
     counted = int((pytester.path / "counted.txt").read_text())
     assert counted == (0 if processes else calls)
+
+
+def test_a_lone_surrogate_in_a_request_gets_a_key() -> None:
+    """A tool answer or a description may hold a lone surrogate (legal JSON): the request still gets a key,
+    its own, instead of a UnicodeEncodeError."""
+    from pytest_mcpeval.models.config import ModelRegistry
+    from pytest_mcpeval.run.cache import legacy_request_key, request_key
+
+    model = ModelRegistry().resolve("openai/gpt-5")
+    tools = [{"type": "function", "function": {"name": "t", "description": "half \ud83d", "parameters": {}}}]
+    keys = {request_key(model, [{"role": "tool", "content": text}], tools, 0) for text in ("a \ud83d", "a \ud83e", "a")}
+    assert len(keys) == 3
+    assert legacy_request_key(model, [{"role": "tool", "content": "a \ud83d"}], tools, 0) not in keys

@@ -37,6 +37,7 @@ import math
 import os
 import random
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -60,6 +61,17 @@ atexit.register(gc.freeze)
 
 _litellm: Any = None  # the module, once load_litellm imported it
 _load_lock = threading.Lock()
+_load_started = False  # load_litellm began its import (litellm is in sys.modules from that moment, half made)
+_found_imported = False  # ... and litellm was in sys.modules already then: something else had imported it
+
+
+def imported_elsewhere() -> bool:
+    """Whether litellm is in this process because something other than :func:`load_litellm` imported it (a
+    ``conftest.py``, a plugin, the tests): not while, nor after, the plugin's own import runs, unless litellm was
+    there before it (used by :func:`pytest_mcpeval.models.processes.litellm_set_up_here`)."""
+    if "litellm" not in sys.modules:
+        return False
+    return _found_imported if _load_started else True
 
 
 def load_litellm() -> Any:
@@ -70,10 +82,13 @@ def load_litellm() -> Any:
     the collector off.  Frozen after (``gc.freeze``), they are not traversed again by any later pass, nor copied
     by a worker forked from the fork server that loaded them (:data:`pytest_mcpeval.models.processes.PRELOAD`).
     Any thread may call this; the ones that come while another imports wait for it."""
-    global _litellm
+    global _litellm, _load_started, _found_imported
     if _litellm is None:
         with _load_lock:
             if _litellm is None:
+                if not _load_started:
+                    _found_imported = "litellm" in sys.modules
+                    _load_started = True  # before the import puts litellm in sys.modules
                 enabled = gc.isenabled()
                 gc.disable()
                 try:

@@ -138,7 +138,7 @@ def litellm_set_up_here() -> bool:
     if "litellm" not in sys.modules:
         return False
     client = sys.modules.get("pytest_mcpeval.models.litellm_client")
-    return client is None or getattr(client, "_litellm", None) is None
+    return client is None or bool(client.imported_elsewhere())
 
 
 class CallProcesses:

@@ -66,8 +66,11 @@ def _comparison(report: Report) -> str:
         rows.append(f"<tr><td>{text(c['model'])}<td>{text(TITLES.get(c['metric'], c['metric']))}"
                     f"<td class=n>{fmt(c['metric'], c['before'])}<td class=n>{fmt(c['metric'], c['after'])}"
                     f"<td>{delta(c)}</tr>")
+    holm = comparison.get("correction") == "holm"
+    p_rule = (f"its Holm-adjusted p &lt; {level:g} (exact paired tests, each model's changes one family)" if holm
+              else f"p &lt; {level:g} (exact paired test)")
     out = [f"<p>Baseline <code>{text(comparison.get('baseline', ''), LONG)}</code>; a change is significant when "
-           f"p &lt; {level:g} (exact paired test) and a drop or an improvement when it is also larger than "
+           f"{p_rule} and a drop or an improvement when it is also larger than "
            f"{comparison.get('margin', 0):g}. Intervals: {100 * (1 - level):g}% paired bootstrap. Tool F1 changes "
            "are in each model's tool table; only the drops and improvements among them are listed here.</p>"]
     if rows:

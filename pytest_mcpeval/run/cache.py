@@ -59,7 +59,7 @@ def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[di
     bytes.  (Version 1 hashed the whole list into every key: 63 ms of every 1000 cases of a replay.  Its entries
     are still read: :func:`legacy_request_key`.)"""
     head = _head(model, messages, repeat)
-    return hashlib.sha256(b'%s,"tools":"%s","v":%d}' % (head[:-1].encode(), _tools_digest(tools),
+    return hashlib.sha256(b'%s,"tools":"%s","v":%d}' % (_utf8(head[:-1]), _tools_digest(tools),
                                                           ENTRY_VERSION)).hexdigest()
 
 
@@ -68,11 +68,17 @@ def legacy_request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: 
     """The key of version 1 entries: the SHA-256 of the canonical JSON of ``{"messages", "model", "params",
     "repeat", "tools", "v": 1}`` with the tool list itself.  Read when an entry of the current version is
     missing, so a cache recorded before still replays; written never."""
-    digest = hashlib.sha256(_head(model, messages, repeat)[:-1].encode())  # keys sort: messages ... repeat, tools, v
+    digest = hashlib.sha256(_utf8(_head(model, messages, repeat)[:-1]))  # keys sort: messages ... repeat, tools, v
     digest.update(b',"tools":')
     digest.update(_tools_text(tools)[0])
     digest.update(b',"v":%d}' % LEGACY_VERSION)
     return digest.hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8, with a lone surrogate (``"\\ud83d"``: legal JSON, and models and servers do send it) kept as its own
+    three bytes instead of an error: such a request gets a key like any other."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _head(model: ModelSpec, messages: list[dict[str, Any]], repeat: int) -> str:
@@ -96,7 +102,7 @@ def _tools_text(tools: list[dict[str, Any]]) -> tuple[bytes, bytes]:
         return _NO_TOOLS
     found = _TOOLS_TEXT.get(id(tools))
     if found is None or found[0] is not tools:  # a new list that took the id of one gone
-        text = canonical_json(tools).encode()
+        text = _utf8(canonical_json(tools))
         found = (tools, text, hashlib.sha256(text).hexdigest().encode())
         with _TOOLS_TEXT_LOCK:
             if len(_TOOLS_TEXT) >= 64:  # catalogs of a run are few; keep it bounded all the same
