@@ -194,7 +194,7 @@ class CallProcesses:
         """The reply, made by this thread's worker; ``None`` when no worker could be started, or litellm is set
         up in this process under ``auto`` (call here)."""
         if self.auto and (self._here or litellm_set_up_here()):
-            self._here = True  # for good: once the plugin imports litellm here too, it would look like its own
+            self._here = True  # for good: the rest of the run's calls are made where these are
             return None
         self.start()
         if self._closed:
