@@ -53,12 +53,15 @@ def invalid_answer(exc: BaseException) -> str | None:
 
 
 def write_log(log: Path, headline: str, exc: BaseException | None = None) -> None:
-    """Append ``mcpeval: HEADLINE`` and the whole traceback of ``exc`` (every exception of a group) to a log."""
+    """Append ``mcpeval: HEADLINE`` and the whole traceback of ``exc`` (every exception of a group) to a log,
+    masked (a URL's token in an exception, a key in a request the SDK logged).  What a stdio server writes to its
+    stderr goes to the same file as the server wrote it."""
+    from pytest_mcpeval.redact import masked
+
     log.parent.mkdir(parents=True, exist_ok=True)
+    text = f"mcpeval: {headline}\n" + ("".join(traceback.format_exception(exc)) if exc is not None else "")
     with log.open("a", encoding="utf-8") as out:
-        out.write(f"mcpeval: {headline}\n")
-        if exc is not None:
-            out.write("".join(traceback.format_exception(exc)))
+        out.write(masked(text))
 
 
 # -- the SDK's log records about a connection go to that server's log --------------------------------------------

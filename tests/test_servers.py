@@ -221,3 +221,24 @@ def test_fixture_object_that_cannot_connect(pytester: pytest.Pytester, model_ser
     log = server_log(result)
     assert log.startswith("mcpeval: could not connect to the server (fixture object)\nTraceback")
     assert "TypeError: 'builtins.object' object does not support the asynchronous context manager protocol" in log
+
+
+def test_what_the_plugin_writes_to_a_server_log_is_masked(tmp_path: Path) -> None:
+    """The failures the plugin appends to a server's log (headline and traceback) go through the run's
+    redactor: a secret value, or a token in a URL, never reaches the file."""
+    from pytest_mcpeval import redact
+    from pytest_mcpeval.server_log import write_log
+
+    before = redact._current
+    redact.use(redact.Redactor(["s3cr3t-value-1234"]))
+    try:
+        try:
+            raise ConnectionError("https://mcp.test/sse?token=abcdefgh12345 refused s3cr3t-value-1234")
+        except ConnectionError as exc:
+            write_log(tmp_path / "server.log", "connecting with key s3cr3t-value-1234 failed", exc)
+    finally:
+        redact.use(before)
+    text = (tmp_path / "server.log").read_text()
+    assert "s3cr3t-value-1234" not in text and "abcdefgh12345" not in text
+    assert "mcpeval: connecting with key REDACTED failed" in text and "?token=REDACTED" in text
+    assert "ConnectionError" in text and "Traceback" in text
