@@ -19,6 +19,7 @@ from pytest_mcpeval.defaults import (
     DEFAULT_DROP_LEVEL,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
+    DROP_CORRECTIONS,
 )
 from pytest_mcpeval.keys import (
     CASE_KEY,
@@ -172,7 +173,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="significance level of the drop test (default 0.05)",
     )
     group.addoption(
-        "--mcp-drop-correction", dest="mcp_drop_correction", choices=("none", "holm"), default="none",
+        "--mcp-drop-correction", dest="mcp_drop_correction", choices=DROP_CORRECTIONS,
+        default=DROP_CORRECTIONS[0],
         help="with --mcp-compare: adjust each model's p-values for the number of metrics compared (holm: Holm's "
         "step-down method; default none)",
     )

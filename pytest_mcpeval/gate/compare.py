@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES
+from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES, DROP_CORRECTIONS
 from pytest_mcpeval.gate.significance import _CHUNK, format_p, mcnemar_exact, permutation_test, sign_flip_test
 from pytest_mcpeval.report.types import Flipped
 from pytest_mcpeval.scoring.case import NONE
@@ -52,7 +52,7 @@ from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 
 METRICS = DROP_METRICS  # the names --mcp-drop-metrics accepts (scoring.registry)
 SINGLE_CALL_METRICS = ("accuracy", "macro_f1", "pass_rate", "tool_f1")  # over the paired single-call cases
-CORRECTIONS = ("none", "holm")  # --mcp-drop-correction
+CORRECTIONS = DROP_CORRECTIONS  # --mcp-drop-correction
 
 
 def _p_clause(p: float) -> str:

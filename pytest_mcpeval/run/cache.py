@@ -55,11 +55,11 @@ def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[di
     ``tools`` is the SHA-256 (hex) of the tool list's canonical JSON.
 
     The tool list is the bulk of a request (130 KB for the GitHub server's 117 tools) and the same for every
-    case of a catalog: hashed once per list (:func:`_tools_digest`), the key of a case hashes a few hundred
+    case of a catalog: hashed once per list (:func:`_tools_text`), the key of a case hashes a few hundred
     bytes.  (Version 1 hashed the whole list into every key: 63 ms of every 1000 cases of a replay.  Its entries
     are still read: :func:`legacy_request_key`.)"""
     head = _head(model, messages, repeat)
-    return hashlib.sha256(b'%s,"tools":"%s","v":%d}' % (_utf8(head[:-1]), _tools_digest(tools),
+    return hashlib.sha256(b'%s,"tools":"%s","v":%d}' % (_utf8(head[:-1]), _tools_text(tools)[1],
                                                           ENTRY_VERSION)).hexdigest()
 
 
@@ -89,10 +89,6 @@ def _head(model: ModelSpec, messages: list[dict[str, Any]], repeat: int) -> str:
 _TOOLS_TEXT: dict[int, tuple[list[dict[str, Any]], bytes, bytes]] = {}
 _TOOLS_TEXT_LOCK = threading.Lock()
 _NO_TOOLS = (b"[]", hashlib.sha256(b"[]").hexdigest().encode())
-
-
-def _tools_digest(tools: list[dict[str, Any]]) -> bytes:
-    return _tools_text(tools)[1]
 
 
 def _tools_text(tools: list[dict[str, Any]]) -> tuple[bytes, bytes]:
