@@ -29,7 +29,7 @@ from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
-from pytest_mcpeval.run.case import CaseError, CaseRef, identity_from_nodeid, missing_tools
+from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, missing_tools
 from pytest_mcpeval.run.item import CaseMissed, run_case
 
 RETRIEVER_FLOW_REASON = (
@@ -154,17 +154,15 @@ def check_judge(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
 _JUDGE_CHECKED = pytest.StashKey[bool]()
 
 
-def check_judge_ids(config: pytest.Config, nodeids: Sequence[str]) -> None:
-    """:func:`check_judge` on the xdist controller, from the selected node ids of the first worker to finish
-    collecting (every worker collects the same items); the files are read again."""
+def check_judge_ids(config: pytest.Config, identities: Sequence[CaseIdentity]) -> None:
+    """:func:`check_judge` on the xdist controller, from the selected cases of the first worker to finish
+    collecting (every worker collects the same items: run/identities.py); the files are read again."""
     if config.stash[SETTINGS_KEY].judge_model is not None or config.stash.get(_JUDGE_CHECKED, False):
         return
     config.stash[_JUDGE_CHECKED] = True
     wanted: dict[str, set[str]] = {}
-    for nodeid in nodeids:
-        identity = identity_from_nodeid(nodeid)  # case items with a model only
-        if identity is not None:
-            wanted.setdefault(identity["file"], set()).add(identity["id"])
+    for identity in identities:
+        wanted.setdefault(identity["file"], set()).add(identity["id"])
     found: dict[Path, list[str]] = {}
     for file, ids in wanted.items():
         path = config.rootpath / file

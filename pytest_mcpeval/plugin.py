@@ -248,19 +248,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def pytest_configure_node(node: Any) -> None:
     """Tell each worker which items stay together on one worker (it makes their calls ahead)."""
     from pytest_mcpeval.run.dispatch import WORKERINPUT_KEY, distribution
+    from pytest_mcpeval.run.identities import prepare_node
 
     config = node.config
     node.workerinput[WORKERINPUT_KEY] = distribution(config, config.stash.get(DIST_CHOSEN_KEY, True))
+    prepare_node(config, node)
 
 
+@pytest.hookimpl(tryfirst=True)  # on a worker, before xdist tells the controller the collection is finished
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection."""
+    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection.  On an
+    xdist worker: the selected cases' identities, written for the controller (run/identities.py)."""
     import sys
 
     dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # imported when a benchmark file was collected
     if dispatch is not None:
         dispatch.collection_done(session, sum(1 for item in session.items if CASE_KEY in item.stash))
     if hasattr(session.config, "workerinput"):  # under xdist the controller checks (below)
+        from pytest_mcpeval.run.identities import publish
+
+        root = session.config.rootpath
+        publish(session, {item.nodeid: ref.identity(root) for item in session.items
+                          if (ref := item.stash.get(CASE_KEY, None)) is not None and ref.model is not None
+                          and not ref.case.skip})
         return
     if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
         from pytest_mcpeval.collect import check_judge
@@ -270,10 +280,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    if any(nodeid.partition("::")[0].endswith(FILE_SUFFIXES) for nodeid in ids):
+    from pytest_mcpeval.run.identities import received
+
+    identities = received(node.config, node, ids)
+    if identities:
         from pytest_mcpeval.collect import check_judge_ids
 
-        check_judge_ids(node.config, ids)
+        check_judge_ids(node.config, list(identities.values()))
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -291,6 +304,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # never imported: nothing was started
     if dispatch is not None:
         dispatch.close_processes(config)
+    identities = sys.modules.get("pytest_mcpeval.run.identities")
+    if identities is not None:
+        identities.clean_up(config)
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -328,14 +344,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # masked where made (on the xdist worker: no secret crosses the channel, and the session's end does
         # not walk every result); builtin-only dicts: they cross the xdist channel as they are
         report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
-    if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked
+    if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked,
+        from pytest_mcpeval.text import printable  # and no control sequence of a model's or a server's text in it
+
         redactor = item.config.stash[SETTINGS_KEY].redactor
         if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # a skip's (path, line, reason)
             path, line, reason = report.longrepr  # stays a tuple: -rs folds skips by it
-            report.longrepr = (path, line, redactor.text(str(reason)))
+            report.longrepr = (path, line, printable(redactor.text(str(reason))))
         else:
             text = str(report.longrepr)
-            masked = redactor.text(text)
+            masked = printable(redactor.text(text))
             if masked != text:
                 report.longrepr = masked
     lint = item.stash.get(LINT_KEY, None)
@@ -352,8 +370,10 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     """A benchmark file's collection error names its server, which may carry a token: masked."""
     report: Any = yield
     if report.longrepr is not None and str(collector.path).endswith(FILE_SUFFIXES):
+        from pytest_mcpeval.text import printable
+
         text = str(report.longrepr)
-        masked = collector.config.stash[SETTINGS_KEY].redactor.text(text)
+        masked = printable(collector.config.stash[SETTINGS_KEY].redactor.text(text))
         if masked != text:
             report.longrepr = masked
     return report  # type: ignore[no-any-return]

@@ -71,12 +71,9 @@ class EvalSession:
         """xdist only: the controller knows the selected items by their node ids (the same on every worker)."""
         if self.expected:
             return
-        from pytest_mcpeval.run.case import identity_from_nodeid
+        from pytest_mcpeval.run.identities import received
 
-        for nodeid in ids:
-            identity = identity_from_nodeid(nodeid)
-            if identity is not None:
-                self.expected[nodeid] = identity
+        self.expected.update(received(self.config, node, ids))  # as the worker built them: never parsed back
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         listing = getattr(report, "mcpeval_tools", None)
@@ -342,6 +339,7 @@ class EvalSession:
         report["gate"]["passed"] = False
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter = _Printable(terminalreporter)
         if self.listings:
             from pytest_mcpeval.checks.listing import listing_lines
 
@@ -397,3 +395,19 @@ class EvalSession:
             tr.write_line(f"GATE FAILED {message}", red=True, bold=True)
         if gate["thresholds"] and gate["passed"]:
             tr.write_line(f"gate passed: {', '.join(gate['thresholds'])}", green=True)
+
+
+class _Printable:
+    """The terminal reporter, writing every line with its control characters escaped (text.printable): the
+    summary quotes tool names, descriptions, model output and servers' stderr."""
+
+    def __init__(self, terminalreporter: Any) -> None:
+        self._tr = terminalreporter
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        from pytest_mcpeval.text import printable
+
+        self._tr.write_line(printable(line), **markup)
+
+    def write_sep(self, sep: str, title: str, **markup: bool) -> None:
+        self._tr.write_sep(sep, title, **markup)

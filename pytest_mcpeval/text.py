@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +26,25 @@ def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
     The one did-you-mean of the plugin: benchmark files, matchers, lint, thresholds, missing tools."""
     close = closest(word, choices, cutoff)
     return f"; did you mean `{close}`?" if close else ""
+
+
+# What a terminal acts on instead of showing: C0 controls but tab and newline (ESC starts CSI and OSC sequences,
+# which move the cursor, clear the screen or set the window title; CR rewrites a line; BEL rings), DEL, C1
+# controls (U+009B is a one-character CSI), and the bidirectional overrides and isolates that make text read
+# other than it is (CVE-2021-42574, "Trojan Source").
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on written as its escape (``\\x1b``, ``\\u202e``):
+    what the plugin prints of untrusted text (tool names a model invents, descriptions, a server's stderr)
+    shows as the characters it is, and cannot retitle, clear or rewrite the terminal."""
+    return _CONTROL.sub(_escape_control, text) if _CONTROL.search(text) else text
 
 
 def canonical_json(obj: Any) -> str:

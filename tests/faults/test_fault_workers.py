@@ -52,7 +52,7 @@ def test_a_killed_worker_costs_its_item_and_stalls_nobody(project: pytest.Pytest
     cases = {c["id"]: c for c in report["cases"]}
     assert len(report["cases"]) == 12  # the crashed worker's case is in the report, once, as an error
     assert cases["a1"]["error"].startswith("no result: worker 'gw") and "crashed while running" in cases["a1"]["error"]
-    assert cases["a1"]["passed"] is None and cases["a1"]["line"] == 0  # the controller knows only its node id
+    assert cases["a1"]["passed"] is None and cases["a1"]["line"] == 6  # named as the worker collected it
     assert not report["gate"]["passed"] and not report["run"]["interrupted"]
     assert "1 of 12 cases have no score" in report["gate"]["failures"][0]
     assert sorted(cases.keys() - {"a1"}) == sorted(f"{p}{i}" for p in "ab" for i in range(6) if f"{p}{i}" != "a1")
