@@ -346,6 +346,12 @@ class EvalSession:
             terminalreporter.write_sep("=", "mcpeval tools")
             for line in listing_lines(self.listings):
                 terminalreporter.write_line(line)
+        unconfigured = sum(1 for s in self.skipped_cases.values() if str(s.get("reason", "")).startswith("no model "))
+        if unconfigured:  # the reason pytest shows only with -rs: a run that measured nothing must say so
+            terminalreporter.write_sep("=", "mcpeval summary")
+            terminalreporter.write_line(
+                f"no model configured: {plural(unconfigured, 'case')} skipped; pass --mcp-models=NAME[,NAME...] "
+                "(a litellm model string or an alias), or set mcp_models in the ini file", yellow=True)
         if self.report is None:
             return
         gate = self.report["gate"]
@@ -354,7 +360,8 @@ class EvalSession:
         from pytest_mcpeval.report.terminal import lint_lines, summary_lines
 
         tr = terminalreporter
-        tr.write_sep("=", "mcpeval summary")
+        if not unconfigured:
+            tr.write_sep("=", "mcpeval summary")
         for line in summary_lines(self.report, verbose=self.config.option.verbose > 0):
             tr.write_line(line)
         for line in lint_lines(self.report):

@@ -194,10 +194,19 @@ def test_two_models_make_two_items_per_case(project: pytest.Pytester, model_serv
     assert report["run"]["models"]["other"]["target"] == "openai/other"
 
 
-def test_without_a_model_cases_are_collected_and_skipped(project: pytest.Pytester) -> None:
-    result = run(project, "-rs")
+def test_without_a_model_cases_are_collected_and_skipped(project: pytest.Pytester, xdist_args: list[str]) -> None:
+    result = run(project, "-rs", *xdist_args)
     result.stdout.fnmatch_lines(["*no model configured: pass --mcp-models=*", "*4 skipped*"])
     assert result.ret == 0
+    result = run(project, *xdist_args)  # without -rs: the summary says it in one line (it used to say nothing)
+    result.stdout.fnmatch_lines(["*= mcpeval summary =*",
+                                 "no model configured: 4 cases skipped; pass --mcp-models=NAME[[],NAME...[]] *",
+                                 "*4 skipped*"])
+    assert result.ret == 0  # pytest's own status: nothing failed
+    result = run(project, "--mcp-min-accuracy=0.9", *xdist_args)  # a gate was asked for: it cannot pass on nothing
+    result.stdout.fnmatch_lines(["no model configured: 4 cases skipped*",
+                                 "GATE FAILED accuracy >= 0.9 (from --mcp-min-accuracy) was not measured: no model ran*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result = run(project, "--collect-only", "-q")
     result.stdout.fnmatch_lines(["evals/issues.mcpeval.yaml::count-april-issues", "*4 tests collected*"])
 
