@@ -210,6 +210,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   "`hallucination_rate <= 0.05`")
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """``-n 2`` without pytest-xdist: pytest says only ``unrecognized arguments: -n``.  Where xdist is not
+    installed, or disabled (``-p no:xdist``), say what to install instead (pytest reads the command line, with
+    ``addopts``, only after this hook)."""
+    import re
+
+    wanted = next((a for a in args if a in ("-n", "--numprocesses") or a.startswith("--numprocesses=")
+                   or re.fullmatch(r"-n(\d+|auto|logical)", a)), None)
+    if wanted is None:
+        return
+    import importlib.util
+
+    if early_config.pluginmanager.is_blocked("xdist"):
+        why = "pytest-xdist is disabled here (-p no:xdist)"
+    elif importlib.util.find_spec("xdist") is None:
+        why = "pytest-xdist is not installed: pip install 'pytest-mcpeval[xdist]' (or pytest-xdist)"
+    else:
+        return
+    raise pytest.UsageError(f"{wanted} runs the cases in parallel processes with pytest-xdist, and {why}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
     if config.stash[SETTINGS_KEY].processes:  # --mcp-processes=N: litellm imports in the workers while pytest collects

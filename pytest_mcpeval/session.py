@@ -50,6 +50,7 @@ class EvalSession:
         self.collect_errors: list[str] = []  # benchmark files that could not be collected: their cases are missing
         self.notes: list[str] = []  # said at the end of the summary
         self.write_errors: list[str] = []
+        self.baseline_written = False  # --mcp-save-baseline was written (unless write_errors says it failed)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         from pytest_mcpeval.settings import FILE_SUFFIXES
@@ -172,6 +173,7 @@ class EvalSession:
                 from pytest_mcpeval.gate.baseline import make_baseline
 
                 self.write(make_baseline(report), settings.save_baseline, "--mcp-save-baseline", report)
+                self.baseline_written = True
             else:
                 why = "the run did not finish" if stopped else "a benchmark file could not be collected"
                 self.notes.append(f"baseline not written to {settings.save_baseline}: {why}")
@@ -384,6 +386,8 @@ class EvalSession:
             tr.write_line(f"report written to {settings.report_path}")
         if settings.html_path is not None and not any("--mcp-html=" in e for e in self.write_errors):
             tr.write_line(f"HTML report written to {settings.html_path}")
+        if self.baseline_written and not any("--mcp-save-baseline=" in e for e in self.write_errors):
+            tr.write_line(f"baseline written to {settings.save_baseline}")
         for note in self.notes:
             tr.write_line(note, yellow=True)
         comparison = self.report.get("comparison")

@@ -41,7 +41,9 @@ def test_description_change_that_flips_cases_fails_the_gate(pytester: pytest.Pyt
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     project(pytester, model_server, 12, TOOLS)
-    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json", *xdist_args).ret == 0
+    result = run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json", *xdist_args)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["baseline written to *base.json"])  # said, as the report and the HTML are
     changed = [dict(TOOLS[0], description="Search or list issues."), *TOOLS[1:]]
     (pytester.path / "tools.json").write_text(json.dumps(changed))
     for i in range(6):  # the model now reaches for search_issues on half of the cases
