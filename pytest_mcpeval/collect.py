@@ -35,6 +35,9 @@ from pytest_mcpeval.run.item import CaseMissed, run_case
 RETRIEVER_FLOW_REASON = (
     "a flow needs a model that calls tools turn after turn; local/... is a retriever that only ranks the tools"
 )
+SNAPSHOT_UPDATE_REASON = (
+    "--snapshot-update records snapshots and calls no model: run without it to evaluate the cases"
+)
 NO_MODEL_REASON = (
     "no model configured: pass --mcp-models=NAME[,NAME...] (a litellm model string or an alias, e.g. "
     "--mcp-models=openai/gpt-4o-mini), or set mcp_models in [tool.pytest.ini_options]"
@@ -89,6 +92,8 @@ class BenchmarkFileNode(pytest.File):
                 if case.skip:
                     reason = case.skip if isinstance(case.skip, str) else "skip: true in the benchmark file"
                     item.add_marker(pytest.mark.skip(reason=reason))
+                elif settings.snapshot_update:  # a run that records snapshots must not pay for model calls
+                    item.add_marker(pytest.mark.skip(reason=SNAPSHOT_UPDATE_REASON))
                 elif model is None:
                     item.add_marker(pytest.mark.skip(reason=NO_MODEL_REASON))
                 elif case.is_flow and model.target.startswith(LOCAL_PREFIX):

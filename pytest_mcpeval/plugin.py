@@ -313,7 +313,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Count the model calls as cases are collected: enough of them start the model side now (--mcp-processes)."""
     ref = item.stash.get(CASE_KEY, None)
-    if ref is not None and ref.model is not None and not ref.case.skip:
+    if ref is not None and ref.model is not None and item.get_closest_marker("skip") is None:
         from pytest_mcpeval.run.dispatch import note_model_item
 
         note_model_item(item, ref.model)

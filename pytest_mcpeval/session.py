@@ -348,12 +348,18 @@ class EvalSession:
             terminalreporter.write_sep("=", "mcpeval tools")
             for line in listing_lines(self.listings):
                 terminalreporter.write_line(line)
-        unconfigured = sum(1 for s in self.skipped_cases.values() if str(s.get("reason", "")).startswith("no model "))
-        if unconfigured:  # the reason pytest shows only with -rs: a run that measured nothing must say so
+        reasons = [str(s.get("reason", "")) for s in self.skipped_cases.values()]
+        unconfigured = sum(1 for r in reasons if r.startswith("no model "))
+        recording = sum(1 for r in reasons if r.startswith("--snapshot-update "))
+        if unconfigured or recording:  # the reason pytest shows only with -rs: a run that measured nothing says so
             terminalreporter.write_sep("=", "mcpeval summary")
+        if unconfigured:
             terminalreporter.write_line(
                 f"no model configured: {plural(unconfigured, 'case')} skipped; pass --mcp-models=NAME[,NAME...] "
                 "(a litellm model string or an alias), or set mcp_models in the ini file", yellow=True)
+        if recording:
+            terminalreporter.write_line(f"--snapshot-update: {plural(recording, 'case')} skipped, no model called "
+                                        "(snapshots only; run without it to evaluate)", yellow=True)
         if self.report is None:
             return
         gate = self.report["gate"]
@@ -362,7 +368,7 @@ class EvalSession:
         from pytest_mcpeval.report.terminal import lint_lines, summary_lines
 
         tr = terminalreporter
-        if not unconfigured:
+        if not (unconfigured or recording):
             tr.write_sep("=", "mcpeval summary")
         for line in summary_lines(self.report, verbose=self.config.option.verbose > 0):
             tr.write_line(line)

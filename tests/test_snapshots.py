@@ -166,3 +166,23 @@ def test_deselecting_a_file_by_name_keeps_its_snapshot(recorded: pytest.Pytester
     assert run_subprocess(recorded, "--mcp-snapshots", "--snapshot-update").ret == 0
     result = run_subprocess(recorded, "--mcp-snapshots", "-k", "not other")
     assert "unused" not in result.stdout.str()
+
+
+def test_recording_snapshots_calls_no_model(project: pytest.Pytester, model_server: ScriptedModelServer,
+                                            xdist_args: list[str]) -> None:
+    """The documented `--mcp-snapshots --snapshot-update` with models in the ini: it records the catalogs and
+    pays for nothing (it used to run every case of every model); a plain --mcp-snapshots run checks both."""
+    with (project.path / "pytest.ini").open("a") as ini:
+        ini.write("mcp_models = fake\n")
+    model_server.call("show the open issues of repo r0", "list_issues", repo="r0")
+    result = run(project, "--mcp-snapshots", "--snapshot-update", *xdist_args)
+    assert result.ret == 0
+    assert (project.path / SNAPSHOT).is_file()
+    assert model_server.requests == []
+    result.assert_outcomes(passed=1, skipped=1)  # the catalog recorded; the case not run
+    result.stdout.fnmatch_lines(["--snapshot-update: 1 case skipped, no model called (snapshots only; run without "
+                                 "it to evaluate)"])
+    result = run(project, "--mcp-snapshots", *xdist_args)
+    assert result.ret == 0
+    result.assert_outcomes(passed=2)
+    assert len(model_server.requests) == 1
