@@ -62,6 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "sentence-transformers model); repeatable; overrides the ini key mcp_models and the files' `models`",
     )
     group.addoption(
+        "--mcp-no-preflight", dest="mcp_no_preflight", action="store_true", default=False,
+        help="do not try each model (provider, API key) and server (starts, lists its tools) before the first "
+        "call; by default a failure there is one line each and exit 4, with no model called",
+    )
+    group.addoption(
         "--mcp-tools", dest="mcp_tools", action="store_true", default=False,
         help="list the tools of every benchmark file's server (parameters, types, required, first line of the "
         "description) and run nothing else: no model is called",
@@ -295,8 +300,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
         from pytest_mcpeval.collect import check_judge
+        from pytest_mcpeval.run import preflight
 
         check_judge(session.config, session.items)
+        if preflight.wanted(session.config):
+            preflight.check(session.config, preflight.from_items(session.items), keep_pool=True)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -306,8 +314,12 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     identities = received(node.config, node, ids)
     if identities:
         from pytest_mcpeval.collect import check_judge_ids
+        from pytest_mcpeval.run import preflight
 
         check_judge_ids(node.config, list(identities.values()))
+        if preflight.wanted(node.config):
+            cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
+            preflight.check(node.config, cases, keep_pool=False)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -328,6 +340,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     identities = sys.modules.get("pytest_mcpeval.run.identities")
     if identities is not None:
         identities.clean_up(config)
+    preflight = sys.modules.get("pytest_mcpeval.run.preflight")
+    if preflight is not None:
+        preflight.release(config)
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -442,8 +457,11 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
     dispatcher = Dispatcher(dispatch, cache, call_processes(config))
+    from pytest_mcpeval.run.preflight import adopt_pool
+
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
-                      settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
+                      settings.repeat, connect_timeout=settings.connect_timeout, settings=settings,
+                      pool=adopt_pool(config))  # the servers the pre-flight check connected, if any
     yield runtime
     runtime.close()
     if cache is not None:

@@ -155,6 +155,7 @@ class Settings:
     lint: bool = False
     snapshots: bool = False
     snapshot_update: bool = False  # syrupy's --snapshot-update: snapshots are recorded, no model is called
+    no_preflight: bool = False  # --mcp-no-preflight: models and servers are not tried before the run
     save_baseline: Path | None = None
     compare_path: Path | None = None
     baseline: Baseline | None = None
@@ -256,6 +257,7 @@ class Settings:
                    max_catalog_tokens=opt.mcp_max_catalog_tokens, lint=bool(opt.mcp_lint),
                    snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
                    snapshot_update=bool(getattr(opt, "update_snapshots", False)),
+                   no_preflight=bool(opt.mcp_no_preflight),
                    compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
                    drop_correction=opt.mcp_drop_correction,

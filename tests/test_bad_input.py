@@ -251,7 +251,7 @@ def test_unreachable_server_is_an_error_for_each_case(pytester: pytest.Pytester,
                                                       model_server: ScriptedModelServer) -> None:
     text = "server: {command: [definitely-not-a-command-xyz]}\ncases:" + GOOD_CASE + GOOD_CASE.replace("one", "two")
     make_project(pytester, model_server, {"bench.mcpeval.yaml": text})
-    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json", "--mcp-no-preflight")
     result.stdout.fnmatch_lines(
         ["*could not connect to the server (command: definitely-not-a-command-xyz)*", "*2 error*"]
     )

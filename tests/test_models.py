@@ -304,7 +304,19 @@ def test_gpt5_runs_and_a_missing_key_is_one_line(pytester: pytest.Pytester, mode
         "  - id: me\n    input: who am I?\n    expect: [{tool: get_me}]\n"
         "  - id: me-too\n    input: and who am I now?\n    expect: [{tool: get_me}]\n"
     )
+    # the pre-flight check: one line for the model without a key, exit 4, no model called
     result = run(pytester, "--mcp-models=openai/gpt-5,claude", "--mcp-record=off", "--mcp-report=report.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: pre-flight check failed, no model was called (--mcp-no-preflight skips the check):",
+        "  model claude (anthropic/claude-sonnet-4-5): no API key: set ANTHROPIC_API_KEY (or api_key in "
+        "mcp_model_params)",
+    ])
+    assert model_server.requests == [] and not (pytester.path / "report.json").exists()
+    assert "ANTHROPIC" not in result.stdout.str() + result.stderr.str().replace("ANTHROPIC_API_KEY (or", "", 1)
+    # without it, each case is an error of its own
+    result = run(pytester, "--mcp-models=openai/gpt-5,claude", "--mcp-record=off", "--mcp-report=report.json",
+                 "--mcp-no-preflight")
     result.stdout.fnmatch_lines([
         "*me[[]claude[]]*model claude (anthropic/claude-sonnet-4-5): no API key: set ANTHROPIC_API_KEY "
         "(or api_key in mcp_model_params)*",

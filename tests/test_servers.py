@@ -140,7 +140,7 @@ def test_unknown_expected_tool_on_a_live_server(pytester: pytest.Pytester, model
 def test_missing_python_target(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     bench = "server:\n  python: no_such_module:server\n" + NOTES_CASES
     make_project(pytester, model_server, {"notes.mcpeval.yaml": bench})
-    result = run(pytester, "--mcp-models=fake")
+    result = run(pytester, "--mcp-models=fake", "--mcp-no-preflight")
     result.stdout.fnmatch_lines(["*cannot import `no_such_module`: ModuleNotFoundError*; its log: *server-0.log",
                                  "*2 error*"])
     assert "Traceback" not in result.stdout.str()
@@ -161,7 +161,7 @@ def test_stdio_server_that_crashes_at_start_up(pytester: pytest.Pytester, model_
     crash = "import sys\nprint('SERVER-STDERR-MARKER', file=sys.stderr)\nraise RuntimeError('BOOM-AT-START')\n"
     bench = f"server:\n  command: [{sys.executable}, crash_server.py]\n" + NOTES_CASES
     make_project(pytester, model_server, {"crash_server.py": crash, "notes.mcpeval.yaml": bench})
-    result = run(pytester, "--mcp-models=fake")
+    result = run(pytester, "--mcp-models=fake", "--mcp-no-preflight")
     result.stdout.fnmatch_lines([
         "*could not connect to the server (command: * crash_server.py): the server closed the connection during "
         "the MCP handshake (its process ended with exit code 1); the last line of its stderr: RuntimeError: "
@@ -182,7 +182,7 @@ def test_python_target_whose_import_raises(pytester: pytest.Pytester, model_serv
     broken = "import os\n\n\ndef boom():\n    raise RuntimeError('BOOM-AT-IMPORT')\n\n\nboom()\n"
     bench = "server:\n  python: broken_server:server\n" + NOTES_CASES
     make_project(pytester, model_server, {"broken_server.py": broken, "notes.mcpeval.yaml": bench})
-    result = run(pytester, "--mcp-models=fake")
+    result = run(pytester, "--mcp-models=fake", "--mcp-no-preflight")
     result.stdout.fnmatch_lines([
         "*cannot import `broken_server`: RuntimeError: BOOM-AT-IMPORT; its log: *server-0.log", "*2 error*",
     ])
@@ -198,7 +198,7 @@ def test_python_target_whose_import_raises(pytester: pytest.Pytester, model_serv
 def test_unreachable_url(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     make_project(pytester, model_server, {"notes.mcpeval.yaml": f"server:\n  url: {url}\n" + NOTES_CASES})
-    result = run(pytester, "--mcp-models=fake")
+    result = run(pytester, "--mcp-models=fake", "--mcp-no-preflight")
     result.stdout.fnmatch_lines([
         f"*could not connect to the server (url: {url}): ConnectError: All connection attempts failed; "
         "its log: *server-0.log",

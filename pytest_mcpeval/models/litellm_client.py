@@ -250,6 +250,10 @@ def _no_key(model: ModelSpec, detail: str) -> str:
     return f"no credentials: set {variables} (or the matching api_key, api_base, ... in mcp_model_params)"
 
 
+missing_keys = _missing_keys  # for the pre-flight check (run/preflight.py): the same words as a failed call's
+no_key_message = _no_key
+
+
 def _unsupported(model: ModelSpec, detail: str) -> str:
     detail = _cap(re.split(r"\.?\s+To drop ", detail, maxsplit=1)[0])  # litellm's own advice is replaced
     named = sorted(k for k in model.params if re.search(rf"\b{re.escape(k)}\b", detail))

@@ -111,6 +111,11 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80] or "model"
 
 
+def model_folder(directory: Path, model: ModelSpec) -> Path:
+    """Where the cache keeps the answers of ``model`` (the pre-flight check asks whether it holds any)."""
+    return directory / _slug(model.target)
+
+
 class ResponseCache:
     def __init__(self, directory: Path, mode: str, run_id: str) -> None:
         if mode not in MODES:

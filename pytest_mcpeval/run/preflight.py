@@ -1,0 +1,204 @@
+"""The pre-flight check: before the first model call, every model and server the selected cases need is tried.
+
+A run with a missing key used to find out case by case: ``--mcp-models=gpt-5,claude`` without keys printed 266
+errors and 846 lines after 15 s, each message three times per case; a server command that does not exist, 21
+lines.  MCP-Atlas checks its servers before it starts; so does this, once the items are selected (``-k``, ``-m``)
+and before any of them runs:
+
+* each model (a litellm model string, not ``local/...``) must resolve to a provider, and litellm's own
+  environment check must find its key (``litellm.validate_environment``).  A missing key is not a failure
+  when the run cannot need it: with ``--mcp-record=none`` (replay only), or when the response cache already
+  holds answers of that model (a replay may cover every case; the cases it does not are errors as before);
+* each server of a benchmark file (``command``, ``url``, ``python``) must start, complete the MCP handshake
+  and list its tools within ``--mcp-connect-timeout``; not when a ``conftest.py`` overrides ``mcp_server`` (the
+  fixture decides the server then, per item).
+
+What fails is one line per model or server, and the run stops with a usage error (exit 4) with no model called.
+``--mcp-no-preflight`` skips the check.  Without xdist the servers it started stay connected for the run (the
+run's :class:`~pytest_mcpeval.servers.ServerPool` is the one the check filled), so it costs nothing; under xdist
+the controller starts each server once more, then stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_mcpeval.keys import SETTINGS_KEY
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.benchmark.loader import Benchmark
+    from pytest_mcpeval.models.config import ModelSpec
+    from pytest_mcpeval.servers import ServerPool
+
+POOL_KEY: pytest.StashKey[ServerPool] = pytest.StashKey()  # without xdist: what the check connected, for the run
+_DONE_KEY = pytest.StashKey[bool]()
+
+
+def wanted(config: pytest.Config) -> bool:
+    """Whether this run checks (once): not with ``--mcp-no-preflight``, ``--collect-only``, ``--mcp-tools`` or
+    ``--snapshot-update`` (which call no model)."""
+    if config.stash.get(_DONE_KEY, False):
+        return False
+    settings = config.stash[SETTINGS_KEY]
+    return not (settings.no_preflight or config.option.collectonly or settings.list_tools or settings.snapshot_update)
+
+
+def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, ModelSpec]], keep_pool: bool) -> None:
+    """Try every model and server of ``cases`` (the selected case items that will call a model); a usage error
+    naming each that fails.  ``keep_pool``: the run goes on in this process, and keeps the connections."""
+    config.stash[_DONE_KEY] = True
+    models: dict[str, ModelSpec] = {}
+    servers: dict[str, tuple[Benchmark, str]] = {}
+    for bench, model in cases:
+        models.setdefault(model.name, model)
+        spec = bench.spec.server
+        if spec is not None and spec.tools_file is None:
+            key = f"{bench.path.parent.resolve()}|{spec.model_dump_json()}"
+            servers.setdefault(key, (bench, spec.describe()))
+    settings = config.stash[SETTINGS_KEY]
+    if settings.judge_model:
+        judge = settings.registry.resolve(settings.judge_model)
+        models.setdefault(judge.name, judge)
+    problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
+    if servers and not _server_overridden(config):
+        problems += _server_problems(config, list(servers.values()), keep_pool)
+    if problems:
+        lines = "\n".join(f"  {line}" for line in problems)
+        raise pytest.UsageError(f"pre-flight check failed, no model was called (--mcp-no-preflight skips the check):"
+                                f"\n{lines}")
+
+
+def _server_overridden(config: pytest.Config) -> bool:
+    from pytest_mcpeval.run.dispatch import _server_overridden as overridden  # the one place that asks
+
+    return overridden(config)
+
+
+def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
+    from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
+
+    if model.target.startswith(LOCAL_PREFIX):
+        return None  # the embedded model: no provider, no key
+    from pytest_mcpeval.models.litellm_client import load_litellm, missing_keys, no_key_message
+
+    litellm = load_litellm()
+    litellm.suppress_debug_info = True
+    user = model.user_params
+    label = f"model {model.name}" + (f" ({model.target})" if model.target != model.name else "")
+    try:
+        litellm.get_llm_provider(model.target, custom_llm_provider=user.get("custom_llm_provider"),
+                                 api_base=user.get("api_base"))
+    except Exception:  # litellm's BadRequestError "LLM Provider NOT provided": the name places no provider
+        return (f"{label}: litellm cannot tell its provider: write PROVIDER/MODEL (e.g. openai/gpt-5, "
+                "anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
+    if not missing_keys(model) or not _calls_needed(config, model):
+        return None
+    return f"{label}: {no_key_message(model, 'no key found')}"
+
+
+def _calls_needed(config: pytest.Config, model: ModelSpec) -> bool:
+    """Whether the run may have to call ``model``: not in replay-only mode, nor when the cache holds answers of it
+    (those are replayed without a key; a case the cache lacks is then an error of its own)."""
+    from pytest_mcpeval.run.cache import model_folder
+
+    settings = config.stash[SETTINGS_KEY]
+    if settings.record == "none":
+        return False
+    if settings.record == "off":
+        return True
+    folder = model_folder(settings.cache_dir, model)
+    try:
+        return not any(os.scandir(folder))
+    except OSError:  # no folder: nothing recorded for this model
+        return True
+
+
+def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]], keep_pool: bool) -> list[str]:
+    from pytest_mcpeval.servers import ServerError, ServerPool
+
+    settings = config.stash[SETTINGS_KEY]
+    log_dir = Path(tempfile.mkdtemp(prefix="mcpeval-preflight-"))
+    pool = ServerPool(log_dir, settings.connect_timeout)
+    problems: list[str] = []
+    try:
+        for bench, described in servers:
+            assert bench.spec.server is not None
+            try:
+                # what an in-process server prints as it is imported goes to a log, as it does inside a case item
+                with (log_dir / "preflight-output.log").open("a", encoding="utf-8") as out, \
+                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                    pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
+            except ServerError as exc:
+                shown = os.path.relpath(bench.path, config.invocation_params.dir)
+                problems.append(f"server of {shown} ({described}): {exc}")
+    finally:
+        if keep_pool and not problems:
+            config.stash[POOL_KEY] = pool
+        else:
+            pool.close()
+            if not problems:
+                shutil.rmtree(log_dir, ignore_errors=True)
+    return problems
+
+
+def adopt_pool(config: pytest.Config) -> Any:
+    """The check's connections, handed to the run's runtime (without xdist), which closes them; ``None`` when
+    the check made none."""
+    pool = config.stash.get(POOL_KEY, None)
+    if pool is not None:
+        del config.stash[POOL_KEY]
+    return pool
+
+
+def release(config: pytest.Config) -> None:
+    """At the end: close the check's connections if no runtime took them (the run stopped before any case)."""
+    pool = adopt_pool(config)
+    if pool is not None:
+        pool.close()
+
+
+def from_items(items: Iterable[pytest.Item]) -> list[tuple[Benchmark, ModelSpec]]:
+    """The (file, model) of each selected case item that will call a model (not skipped)."""
+    from pytest_mcpeval.keys import CASE_KEY
+
+    out: list[tuple[Benchmark, ModelSpec]] = []
+    for item in items:
+        ref = item.stash.get(CASE_KEY, None)
+        if ref is not None and ref.model is not None and item.get_closest_marker("skip") is None:
+            out.append((ref.bench, ref.model))
+    return out
+
+
+def from_identities(config: pytest.Config, identities: Iterable[dict[str, Any]]) -> list[tuple[Benchmark, ModelSpec]]:
+    """The same, on the xdist controller, from the cases the workers selected (run/identities.py): the files
+    are read again, as the judge check reads them."""
+    from pytest_mcpeval.benchmark.loader import BenchmarkError, load
+
+    settings = config.stash[SETTINGS_KEY]
+    benches: dict[str, Benchmark | None] = {}
+    out: list[tuple[Benchmark, ModelSpec]] = []
+    for identity in identities:
+        file = identity["file"]
+        if file not in benches:
+            try:
+                benches[file] = load(config.rootpath / file)
+            except BenchmarkError:  # the worker reported it as a collection error
+                benches[file] = None
+        bench = benches[file]
+        if bench is None:
+            continue
+        case = next((c for c in bench.spec.cases if c.id == identity["id"]), None)
+        if case is None or case.skip:
+            continue
+        model = next((m for m in settings.model_specs(bench.spec.models) if m.name == identity["model"]), None)
+        if model is not None:
+            out.append((bench, model))
+    return out
