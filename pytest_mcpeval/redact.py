@@ -72,6 +72,7 @@ T = TypeVar("T")
 
 
 _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+_COUNT_OF_TOKENS = re.compile(r"(?i)(^|_)tokens($|_)")
 # a path segment of a URL that looks like a token: 20 or more URL-safe characters, letters and digits both
 _TOKEN_SEGMENT = re.compile(r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
@@ -80,8 +81,9 @@ _NAME_VALUE = re.compile(r"(?s)^(-{0,2})([A-Za-z_][\w.-]*)=(.+)$")  # --api-key=
 
 def secret_name(name: str) -> bool:
     """A parameter, header, variable or flag name that looks secret, whatever its separators and case:
-    ``x-api-key``, ``X-Auth-Token``, ``session.auth`` and ``apiKey`` as much as ``api_key``."""
-    return bool(SECRET_NAME.search(_SEPARATORS.sub("_", name)))
+    ``x-api-key``, ``X-Auth-Token``, ``session.auth`` and ``apiKey`` as much as ``api_key``.  ``tokens`` as a
+    word is a count, not a credential (``max_tokens``, ``thinking.budget_tokens``)."""
+    return bool(SECRET_NAME.search(_COUNT_OF_TOKENS.sub(r"\1count\2", _SEPARATORS.sub("_", name))))
 
 
 def url_secrets(url: str) -> list[str]:
