@@ -151,6 +151,37 @@ def test_a_dying_stdio_servers_command_line_and_env_are_masked_everywhere(
     assert leaks(pytester, before, result, secrets) == {}
     assert "REDACTED" in (pytester.path / "report.html").read_text() and "REDACTED" in (
         pytester.path / "junit.xml").read_text()
+    assert stderr_readers() == []  # each ended with its server
+
+
+def stderr_readers() -> list[str]:
+    """The threads reading a server's stderr (server_log.StderrPipe) still alive in this process."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("mcpeval-stderr")]
+
+
+REPORT_HOOK = """
+from pathlib import Path
+
+
+def pytest_mcpeval_report(config, report):
+    raise RuntimeError("the server block was: " + Path("notes.mcpeval.yaml").read_text().split("cases:")[0])
+"""
+
+
+def test_the_xdist_controller_masks_with_what_its_workers_learnt(pytester: pytest.Pytester,
+                                                                  model_server: ScriptedModelServer) -> None:
+    """With ``-n 2`` the controller collects no benchmark file, yet what it writes itself (here the gate line of a
+    ``pytest_mcpeval_report`` hook that quotes the server block) is masked with the secrets its workers learnt
+    from the file: they hand them over in ``workeroutput``."""
+    server = f"server:\n  command: [{sys.executable}, dying.py, --api-key={FLAG_KEY}]\n"
+    make_project(pytester, model_server, {"dying.py": DYING_SERVER, "notes.mcpeval.yaml": server + NOTES_CASES,
+                                          "conftest.py": REPORT_HOOK})
+    before = files_of(pytester)
+    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, "-n", "2")
+    failures = read_report(pytester)["gate"]["failures"]
+    assert any("a pytest_mcpeval_report hook raised RuntimeError: the server block was:" in f
+               and "--api-key=REDACTED" in f for f in failures), failures
+    assert leaks(pytester, before, result, [FLAG_KEY]) == {}
 
 
 # -- an HTTP server: a token in the URL's path, credentials in headers, echoed in its answer ---------------------
@@ -275,3 +306,4 @@ def test_a_servers_stderr_log_is_capped_and_the_server_never_blocks(pytester: py
     assert 3_900_000 < cut < 4_100_000  # 50,000 lines of 99 bytes, less the megabyte kept and the tail
     assert lines[marker + 1:] == [f"debug line {i:06d} " + "x" * 80 for i in range(49_981, 50_000)] + ["LAST: ready"]
     assert elapsed < 15  # the 5 MB cost well under a second to drain; the bound is for a loaded machine
+    assert stderr_readers() == []
