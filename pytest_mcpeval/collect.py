@@ -65,6 +65,11 @@ class BenchmarkFileNode(pytest.File):
             exc.path = self._shown_path
             raise self.CollectError(str(exc)) from None
         settings = self.config.stash[SETTINGS_KEY]
+        from pytest_mcpeval.servers import server_secrets
+
+        # before anything names the server: its errors, labels and log are masked from here on, in this process
+        # (each xdist worker collects for itself and hands what it learnt to the controller: plugin.py)
+        settings.redactor.add(server_secrets(bench.spec.server))
         from pytest_mcpeval.checks.items import CheckItem, check_items
 
         if settings.list_tools:  # --mcp-tools: what the server publishes, and nothing else

@@ -393,12 +393,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if masked != text:
                 report.longrepr = masked
     lint = item.stash.get(LINT_KEY, None)
-    if lint is not None and call.when == "call":
-        report.mcpeval_lint = lint
+    if lint is not None and call.when == "call":  # they name the server (a URL's token): masked here too
+        report.mcpeval_lint = item.config.stash[SETTINGS_KEY].redactor.data(lint)
     listing = item.stash.get(TOOLS_KEY, None)
     if listing is not None and call.when == "call":
-        report.mcpeval_tools = listing
+        report.mcpeval_tools = item.config.stash[SETTINGS_KEY].redactor.data(listing)
     return report  # type: ignore[no-any-return]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands the secrets it learnt from its benchmark files' servers (and fixtures) to the
+    controller, which masks the rest of the report with them: by the channel, never through a file."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    learned = session.config.stash[SETTINGS_KEY].redactor.learned if SETTINGS_KEY in session.config.stash else []
+    if workeroutput is not None and learned:
+        workeroutput["mcpeval_secrets"] = list(learned)
 
 
 @pytest.hookimpl(wrapper=True)

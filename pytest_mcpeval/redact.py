@@ -12,6 +12,12 @@ end (and so the baseline, the terminal summary, the Markdown and the HTML page),
 case item (terminal, junit XML) and collection errors.  Values shorter than :data:`MIN_SECRET` characters
 are not masked by value (``1`` or ``true`` would mask half the report); their names still mask them as
 parameters.
+
+The benchmark files add their servers' secrets as they are collected (:meth:`Redactor.add`, from
+:func:`command_secrets`, :func:`url_secrets` and the servers' secret-named ``env:`` entries and ``headers:``), and
+so does an ``mcp_server`` fixture's URL or command as it is connected: every process that collects or connects
+learns them, and an xdist worker hands what it learnt to the controller (``workeroutput``), never to a file.
+A name looks secret whatever its separators and case (:func:`secret_name`: ``x-api-key``, ``X-Auth-Token``).
 """
 
 from __future__ import annotations
@@ -65,10 +71,88 @@ NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "SESSION_MANAGER",
 T = TypeVar("T")
 
 
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+_COUNT_OF_TOKENS = re.compile(r"(?i)(^|_)tokens($|_)")
+# a path segment of a URL that looks like a token: 20 or more URL-safe characters, letters and digits both
+_TOKEN_SEGMENT = re.compile(r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_NAME_VALUE = re.compile(r"(?s)^(-{0,2})([A-Za-z_][\w.-]*)=(.+)$")  # --api-key=VALUE, API_KEY=VALUE
+
+
+def secret_name(name: str) -> bool:
+    """A parameter, header, variable or flag name that looks secret, whatever its separators and case:
+    ``x-api-key``, ``X-Auth-Token``, ``session.auth`` and ``apiKey`` as much as ``api_key``.  ``tokens`` as a
+    word is a count, not a credential (``max_tokens``, ``thinking.budget_tokens``)."""
+    return bool(SECRET_NAME.search(_COUNT_OF_TOKENS.sub(r"\1count\2", _SEPARATORS.sub("_", name))))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that may be secret: the password of its user part (or a user part that looks like
+    a token, a DSN's key), the values of query parameters named like a secret, and path segments that look
+    like a token (:data:`_TOKEN_SEGMENT`) or, holding a digit, follow a segment named like a secret
+    (``/token/t0k3n``; not ``/auth/callback``, whose word would be masked everywhere)."""
+    from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:  # not a URL after all (an unclosed IPv6 bracket, a bad port)
+        return []
+    found: list[str] = []
+    if password:
+        found += [password, unquote(password)]
+    if user and _TOKEN_SEGMENT.fullmatch(user):
+        found.append(user)
+    for query in (parts.query, parts.fragment):
+        for name, value in parse_qsl(query):
+            if secret_name(name) or re.search(r"(?i)sig|code", name):
+                found += [value, quote(value, safe="")]  # as it was written, and decoded
+    segments = [unquote(s) for s in parts.path.split("/")]
+    for before, segment in zip(["", *segments], segments, strict=False):
+        if _TOKEN_SEGMENT.fullmatch(segment) or (before and secret_name(before) and re.search(r"\d", segment)):
+            found.append(segment)
+    return found
+
+
+def command_secrets(args: Iterable[str]) -> list[str]:
+    """The values a command line passes under a secret-looking name: ``--api-key=VALUE`` and ``--api-key VALUE``
+    (a long flag: a short one such as ``-k`` says nothing of what follows), ``API_KEY=VALUE`` (as ``env`` and
+    ``docker -e`` take it), and the secret parts of every URL among them (:func:`url_secrets`)."""
+    found: list[str] = []
+    flag_before = False
+    for arg in args:
+        if flag_before and not arg.startswith("-"):
+            found.append(arg)
+        flag_before = False
+        named = _NAME_VALUE.match(arg)
+        if named and named.group(1) != "-" and secret_name(named.group(2)):
+            found.append(named.group(3))
+        elif arg.startswith("--") and "=" not in arg and secret_name(arg[2:]):
+            flag_before = True
+        for url in _URL.findall(arg):
+            found += url_secrets(url)
+    return found
+
+
+def header_secrets(headers: Mapping[str, str]) -> list[str]:
+    """The values of secret-looking headers (``Authorization``, ``X-Api-Key``, ``Cookie``), whole and, after a
+    scheme (``Bearer TOKEN``), the credential alone, which a message may show without its scheme."""
+    found: list[str] = []
+    for name, value in headers.items():
+        if secret_name(name):
+            found += [value, value.split()[-1]] if value.split() else [value]
+    return found
+
+
+def environment_secrets(env: Mapping[str, str]) -> list[str]:
+    """The values of the secret-named variables of a server's ``env:`` (``DB_PASSWORD``, ``GITHUB_TOKEN``)."""
+    return [value for name, value in env.items() if secret_name(name) and name not in NOT_SECRET_ENV]
+
+
 def secret_values(params: Mapping[str, Any], under_secret: bool = False) -> Iterable[str]:
     """The string values of ``params`` held under a secret-looking name, at any depth."""
     for key, value in params.items():
-        secret = under_secret or bool(SECRET_NAME.search(str(key)))
+        secret = under_secret or secret_name(str(key))
         if isinstance(value, Mapping):
             yield from secret_values(value, secret)
         elif isinstance(value, list | tuple):
@@ -85,7 +169,7 @@ def mask_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` with every value under a secret-looking name masked (for the report's ``run.models``)."""
     out: dict[str, Any] = {}
     for key, value in params.items():
-        if SECRET_NAME.search(str(key)):
+        if secret_name(str(key)):
             out[key] = MASK
         elif isinstance(value, Mapping):
             out[key] = mask_params(value)
@@ -96,13 +180,24 @@ def mask_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
-        found = {v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET}
+        self.learned: list[str] = []  # what add() taught it (the servers' secrets): what a worker hands on
+        self._compile({v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET})
+
+    def _compile(self, found: set[str]) -> None:
         # longest first: a secret that contains another is masked whole
         self.values = sorted(found, key=lambda v: (-len(v), v))
         self._values = re.compile("|".join(re.escape(v) for v in self.values)) if self.values else None
         in_json = {json.dumps(v, ensure_ascii=False)[1:-1] for v in self.values} | set(self.values)
         self._values_json = re.compile("|".join(re.escape(v) for v in sorted(in_json))) if in_json else None
-        self._seen: dict[str, str] = {}
+        self._seen: dict[str, str] = {}  # a new memo (not cleared: a thread masking now fills the old one)
+
+    def add(self, values: Iterable[str]) -> list[str]:
+        """Learn more secret values (a benchmark file's server, a fixture's URL); the new ones, in order."""
+        new = sorted({v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET} - set(self.values))
+        if new:
+            self._compile(set(self.values) | set(new))
+            self.learned += new
+        return new
 
     @classmethod
     def for_run(cls, params: Iterable[Mapping[str, Any]] = (), environ: Mapping[str, str] | None = None) -> Redactor:
@@ -118,18 +213,19 @@ class Redactor:
 
     def text(self, text: str) -> str:
         short = len(text) <= _CACHED
-        if short and text in self._seen:
-            return self._seen[text]
+        seen, values = self._seen, self._values  # as one: add() may replace both meanwhile (another thread)
+        if short and text in seen:
+            return seen[text]
         out = text
-        if self._values is not None:
-            out = self._values.sub(MASK, out)
+        if values is not None:
+            out = values.sub(MASK, out)
         if _MAYBE_SHAPED.search(out):
             for pattern, replacement in _SHAPES:
                 out = pattern.sub(replacement, out)
         if short:
-            if len(self._seen) > 100_000:  # bounded: a run of unique short strings does not grow it for ever
-                self._seen.clear()
-            self._seen[text] = out
+            if len(seen) > 100_000:  # bounded: a run of unique short strings does not grow it for ever
+                seen.clear()
+            seen[text] = out
         return out
 
     def data(self, value: T) -> T:
@@ -181,3 +277,8 @@ def use(redactor: Redactor) -> Redactor:
 def masked(text: str) -> str:
     """``text`` through this process's redactor (see :func:`use`)."""
     return _current.text(text)
+
+
+def current() -> Redactor:
+    """This process's redactor (see :func:`use`): for what knows no settings (the response cache, servers)."""
+    return _current

@@ -1,6 +1,7 @@
 """A server's log, and its failures in one line.
 
-Every server has a log file.  It holds what a stdio server wrote to stderr, every failure of the server with
+Every server has a log file.  It holds what a stdio server wrote to stderr (masked and capped: :class:`StderrPipe`),
+every failure of the server with
 its whole traceback (:func:`write_log`; each exception of an exception group), and the MCP SDK's own log
 records about that connection (:func:`watch_connection`: a line a stdio server printed on stdout that is not
 JSON-RPC, ...).  The rest of this module turns such a failure into the one line a :class:`ServerError
@@ -11,12 +12,16 @@ process ended (:func:`exit_status`), and the last line of its stderr (:meth:`Wat
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import logging
+import os
 import signal
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 # -- a failure in one line, and the whole of it in the log -------------------------------------------------------
 
@@ -55,13 +60,97 @@ def invalid_answer(exc: BaseException) -> str | None:
 def write_log(log: Path, headline: str, exc: BaseException | None = None) -> None:
     """Append ``mcpeval: HEADLINE`` and the whole traceback of ``exc`` (every exception of a group) to a log,
     masked (a URL's token in an exception, a key in a request the SDK logged).  What a stdio server writes to its
-    stderr goes to the same file as the server wrote it."""
+    stderr goes to the same file, masked too (:class:`StderrPipe`)."""
     from pytest_mcpeval.redact import masked
 
     log.parent.mkdir(parents=True, exist_ok=True)
     text = f"mcpeval: {headline}\n" + ("".join(traceback.format_exception(exc)) if exc is not None else "")
     with log.open("a", encoding="utf-8") as out:
         out.write(masked(text))
+
+
+# -- a stdio server's stderr: masked, capped, always drained ---------------------------------------------------
+
+STDERR_CAP = 1_000_000  # bytes of a server's stderr its log keeps from the start; then only its last lines
+STDERR_TAIL = 20  # the last lines kept past the cap (the "last line of its stderr" of a failure is one of them)
+LINE_MAX = 65_536  # a line longer than this (no newline in sight) is masked and written in pieces of this size
+STDERR_GRACE = 2.0  # seconds the end of a connection waits for the reader to drain what the server left
+
+
+class StderrPipe:
+    """The stderr of a stdio server: a pipe that a thread drains into the server's log, line by line.
+
+    Each line is masked (by value and by shape, :func:`pytest_mcpeval.redact.masked`: a server that echoes its
+    ``env:`` or prints its command line shows no secret) before it is written, and the log keeps the first
+    :data:`STDERR_CAP` bytes; past them it keeps only the last :data:`STDERR_TAIL` lines, written when the server
+    ends after one line ``mcpeval: ... [N bytes of its stderr cut by pytest-mcpeval]``.  The thread reads all the
+    while, so a server that writes without end never blocks on a full pipe, and ends when the last process
+    holding the write end (the server, its children) closes it: :meth:`close` closes ours and waits for that.
+    """
+
+    def __init__(self, log: Path) -> None:
+        read, write = os.pipe()
+        self.log = log
+        self.writer = os.fdopen(write, "wb", buffering=0)  # given to the server as its stderr
+        self._thread = threading.Thread(target=self._drain, args=(read,), name=f"mcpeval-stderr-{log.stem}",
+                                        daemon=True)
+        self._thread.start()
+
+    async def close(self) -> None:
+        """Once the server is stopped: close our write end and wait (bounded, off the event loop) for the reader
+        to write what is left, so that a failure's message can quote the last line."""
+        import anyio
+
+        self.writer.close()
+        with anyio.CancelScope(shield=True):  # also when the connection's deadline cancelled everything else
+            await anyio.to_thread.run_sync(self._thread.join, STDERR_GRACE)
+
+    def _drain(self, fd: int) -> None:
+        from pytest_mcpeval.redact import masked
+
+        kept = 0  # bytes written to the log
+        cut = 0  # bytes past the cap, the tail included
+        tail: collections.deque[bytes] = collections.deque(maxlen=STDERR_TAIL)
+
+        def take(lines: list[bytes], out: BinaryIO) -> None:
+            nonlocal kept, cut
+            for line in lines:
+                if kept < STDERR_CAP:
+                    text = (masked(line.decode("utf-8", "replace")) + "\n").encode("utf-8", "replace")
+                    out.write(text)
+                    kept += len(text)
+                    if kept >= STDERR_CAP:
+                        out.write(f"mcpeval: its stderr reached the {STDERR_CAP:,}-byte cap of this log: the rest is "
+                                  f"cut but for its last {STDERR_TAIL} lines, written when it ends\n".encode())
+                else:
+                    cut += len(line) + 1
+                    tail.append(line)
+
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            try:
+                out = self.log.open("ab")
+            except OSError:  # no log: still drained, or the server would block
+                while pipe.read(LINE_MAX):
+                    pass
+                return
+            with out:
+                pending = b""
+                while chunk := pipe.read(LINE_MAX):
+                    lines = (pending + chunk).split(b"\n")
+                    pending = lines.pop()
+                    if len(pending) >= LINE_MAX:
+                        lines.append(pending)
+                        pending = b""
+                    take(lines, out)
+                    out.flush()
+                if pending:
+                    take([pending], out)
+                if cut:
+                    shown = sum(len(line) + 1 for line in tail)
+                    out.write(f"mcpeval: ... [{cut - shown:,} bytes of its stderr cut by pytest-mcpeval: the log "
+                              f"keeps the first {STDERR_CAP:,} bytes and the last {len(tail)} lines]\n".encode())
+                    for line in tail:
+                        out.write((masked(line.decode("utf-8", "replace")) + "\n").encode("utf-8", "replace"))
 
 
 # -- the SDK's log records about a connection go to that server's log --------------------------------------------

@@ -41,7 +41,15 @@ from typing import Any
 from pytest_mcpeval.benchmark.schema import ServerSpec
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
-from pytest_mcpeval.server_log import exit_status, invalid_answer, is_closed, one_line, watch_connection, write_log
+from pytest_mcpeval.server_log import (
+    StderrPipe,
+    exit_status,
+    invalid_answer,
+    is_closed,
+    one_line,
+    watch_connection,
+    write_log,
+)
 from pytest_mcpeval.tool_result import ToolResult, tool_result_from_mcp
 
 __all__ = [
@@ -78,6 +86,41 @@ class _Live:
 
 def _expand_env(value: str) -> str:
     return re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value)
+
+
+def server_secrets(spec: ServerSpec | None) -> list[str]:
+    """What may be secret in a server block, as it will be used (``${VAR}`` replaced): the values of its
+    secret-named ``env:`` entries and ``headers:``, what its command passes under a secret-looking flag or name,
+    and the secret parts of its URL (:mod:`pytest_mcpeval.redact`).  Learnt when the file is collected."""
+    from pytest_mcpeval.redact import command_secrets, environment_secrets, header_secrets, url_secrets
+
+    if spec is None:
+        return []
+    found: list[str] = []
+    if spec.command is not None:
+        found += command_secrets([_expand_env(part) for part in spec.command])
+    if spec.env:
+        found += environment_secrets({k: _expand_env(v) for k, v in spec.env.items()})
+    if spec.url is not None:
+        found += url_secrets(_expand_env(spec.url))
+    if spec.headers:
+        found += header_secrets({k: _expand_env(v) for k, v in spec.headers.items()})
+    return found
+
+
+def object_secrets(obj: Any) -> list[str]:
+    """:func:`server_secrets` of what an ``mcp_server`` fixture returned: a URL, or ``StdioServerParameters``."""
+    from pytest_mcpeval.redact import command_secrets, environment_secrets, url_secrets
+
+    if isinstance(obj, str):
+        return url_secrets(obj)
+    command, args, env = getattr(obj, "command", None), getattr(obj, "args", None), getattr(obj, "env", None)
+    found: list[str] = []
+    if isinstance(command, str) and isinstance(args, list):
+        found += command_secrets([command, *map(str, args)])
+    if isinstance(env, dict):
+        found += environment_secrets({str(k): str(v) for k, v in env.items()})
+    return found
 
 
 def import_target(target: str, search_dirs: list[Path]) -> Any:
@@ -120,8 +163,12 @@ class ServerPool:
         return self._cached(key, lambda: self._open_spec(key, spec, base_dir, root_dir))
 
     def catalog_for_object(self, obj: Any) -> Catalog:
-        """Connect to what an ``mcp_server`` fixture returned."""
+        """Connect to what an ``mcp_server`` fixture returned (its secrets learnt first: see :func:`object_secrets`)."""
+        from pytest_mcpeval.redact import current
+
         key = f"fixture:{type(obj).__name__}:{id(obj)}" if not isinstance(obj, str) else f"url:{obj}"
+        if key not in self._catalogs:
+            current().add(object_secrets(obj))
         return self._cached(key, lambda: self._open_object(key, obj))
 
     def startup_s(self, catalog: Catalog) -> float | None:
@@ -305,10 +352,14 @@ async def _hold(
         # whole connection because the SDK's task groups must close inside the scope they were opened in.
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
             async with AsyncExitStack() as stack:
-                errlog = stack.enter_context(open(log, "a", encoding="utf-8"))  # noqa: SIM115
-                watch.stderr_start = errlog.tell()
+                with open(log, "a", encoding="utf-8") as errlog:
+                    watch.stderr_start = errlog.tell()
                 if isinstance(target, StdioServerParameters):
-                    target = stdio_client(target, errlog=errlog)
+                    # masked and capped by a thread (server_log.StderrPipe); closed once the server has stopped,
+                    # before a failure quotes its last line (the stack unwinds in reverse: the client first)
+                    pipe = StderrPipe(log)
+                    stack.push_async_callback(pipe.close)
+                    target = stdio_client(target, errlog=pipe.writer)  # type: ignore[arg-type]
                 elif isinstance(target, tuple):
                     url, headers = target
                     http = await stack.enter_async_context(create_mcp_http_client(headers=headers or None))

@@ -109,7 +109,11 @@ class EvalSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist only: what a worker could not read from or write to the cache."""
+        """xdist only: what a worker could not read from or write to the cache, and the secrets it learnt from its
+        servers (the rest of the report is masked with them here)."""
+        secrets = getattr(node, "workeroutput", {}).get("mcpeval_secrets", [])
+        if secrets:
+            self.config.stash[SETTINGS_KEY].redactor.add(str(s) for s in secrets)
         for name, key in (("corrupted", CORRUPTED_KEY), ("unwritable", UNWRITABLE_KEY)):
             notes = getattr(node, "workeroutput", {}).get(f"mcpeval_{name}", [])
             known = self.config.stash.get(key, [])
@@ -347,7 +351,7 @@ class EvalSession:
 
             terminalreporter.write_sep("=", "mcpeval tools")
             for line in listing_lines(self.listings):
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(self.config.stash[SETTINGS_KEY].redactor.text(line))
         reasons = [str(s.get("reason", "")) for s in self.skipped_cases.values()]
         unconfigured = sum(1 for r in reasons if r.startswith("no model "))
         recording = sum(1 for r in reasons if r.startswith("--snapshot-update "))

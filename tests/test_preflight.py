@@ -83,18 +83,19 @@ def test_servers_that_cannot_start_are_one_line_each(pytester: pytest.Pytester, 
     hang = "import time\ntime.sleep(60)\n"
     project(pytester, model_server, {
         "hang.py": hang,
-        "b.mcpeval.yaml": "server: {command: [no-such-server-xyz, --stdio]}\n" + cases(3, "b"),
+        "b.mcpeval.yaml": "server: {command: [no-such-server-xyz, --api-key=s3cr3t-VALUE-123456]}\n" + cases(3, "b"),
         "c.mcpeval.yaml": f"server: {{command: [{json.dumps(sys.executable)}, hang.py]}}\n" + cases(1, "c"),
     })
     result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=1", *xdist_args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
         HEADLINE,
-        "  server of b.mcpeval.yaml (command: no-such-server-xyz --stdio): could not connect to the server "
-        "(command: no-such-server-xyz --stdio): FileNotFoundError: *; its log: *.log",
+        "  server of b.mcpeval.yaml (command: no-such-server-xyz --api-key=REDACTED): could not connect to the "
+        "server (command: no-such-server-xyz --api-key=REDACTED): FileNotFoundError: *; its log: *.log",
         "  server of c.mcpeval.yaml (command: *hang.py): * within 1 s*",
     ])
     assert model_server.requests == []
+    assert "s3cr3t" not in result.stdout.str() + result.stderr.str()
 
 
 def test_a_good_run_starts_each_server_once(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:

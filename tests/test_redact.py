@@ -114,3 +114,40 @@ def test_the_ascii_split_of_the_json_filter_equals_the_regex() -> None:
         assert maybe_shaped_json(text) is expected, text
         found += expected
     assert 3_000 < found < 27_000  # both answers were seen
+
+
+@pytest.mark.parametrize(("name", "secret"), [
+    ("x-api-key", True), ("X-Auth-Token", True), ("session_auth", True), ("session.auth", True), ("apiKey", True),
+    ("DB_PASSWORD", True), ("Authorization", True), ("tenant", False), ("X-Request-Id", False), ("monkey", False),
+    ("max_tokens", False), ("thinking.budget_tokens", False), ("access_token", True),
+])
+def test_a_name_looks_secret_whatever_its_separators_and_case(name: str, secret: bool) -> None:
+    from pytest_mcpeval.redact import secret_name
+
+    assert secret_name(name) is secret
+    assert (list(secret_values({"extra_body": {name: "value-of-it-1"}})) == ["value-of-it-1"]) is secret
+
+
+def test_a_servers_secrets_come_from_its_flags_env_headers_and_url() -> None:
+    from pytest_mcpeval.redact import command_secrets, environment_secrets, header_secrets, url_secrets
+
+    assert command_secrets(["npx", "srv", "--api-key=k3y-value-1", "--token", "t0ken-value-2", "-k", "short-flag-3",
+                            "--verbose", "GITHUB_TOKEN=g1thub-value-4", "--name=plain-value-5",
+                            "https://host/mcp/token/p4th-value-6"]) == \
+        ["k3y-value-1", "t0ken-value-2", "g1thub-value-4", "p4th-value-6"]
+    assert command_secrets(["--token", "--verbose"]) == []  # a flag, not its value
+    assert environment_secrets({"DB_PASSWORD": "hunter2hunter2", "LOG_LEVEL": "debug", "DATA_DIR": "/srv/data"}) \
+        == ["hunter2hunter2"]
+    assert header_secrets({"Authorization": "Bearer abcdefgh123", "X-Api-Key": "k3y", "Accept": "application/json"}) \
+        == ["Bearer abcdefgh123", "abcdefgh123", "k3y", "k3y"]
+    url = "https://bob:pa%24%24word99@host/mcp/a1B2c3D4e5F6g7H8i9J0kLmN/auth/callback?team=core&key=v4lue-12"
+    assert url_secrets(url) == ["pa%24%24word99", "pa$$word99", "v4lue-12", "v4lue-12", "a1B2c3D4e5F6g7H8i9J0kLmN"]
+    assert url_secrets("http://127.0.0.1:8000/mcp") == [] and url_secrets("http://[::1") == []
+
+
+def test_learnt_secrets_are_masked_from_then_on_and_listed() -> None:
+    redactor = Redactor(["configured-secret"])
+    assert redactor.text("a learnt-secret-1") == "a learnt-secret-1"
+    assert redactor.add(["learnt-secret-1", "short", "configured-secret"]) == ["learnt-secret-1"]
+    assert redactor.text("a learnt-secret-1, configured-secret") == f"a {MASK}, {MASK}"
+    assert redactor.learned == ["learnt-secret-1"]  # what an xdist worker hands to the controller

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mcpeval.redact import mask_params
+
 DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0}
 SECRET_PARAM = re.compile(
     r"(^|_)(api_?key|key|token|secret|password|auth\w*|headers?|credentials?)($|_)", re.IGNORECASE
@@ -30,8 +32,11 @@ SECRET_PARAM = re.compile(
 
 
 def without_secrets(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` minus those that look like secrets (keys, tokens, headers): what reports may show."""
-    return {k: v for k, v in params.items() if not SECRET_PARAM.search(k)}
+    """``params`` minus those that look like secrets (keys, tokens, headers, ``x-api-key`` as ``x_api_key``), and
+    with every value under a secret-looking name masked at any depth (``extra_body.session_auth``): what reports
+    and cache entries may show.  (:data:`SECRET_PARAM` itself also decides what the cache key leaves out: it
+    stays as it is, or every recorded key would change.)"""
+    return mask_params({k: v for k, v in params.items() if not SECRET_PARAM.search(re.sub(r"[^A-Za-z0-9]", "_", k))})
 
 
 class ModelConfigError(ValueError):

@@ -16,7 +16,9 @@ Writes are atomic (temp file + ``os.replace``), so concurrent xdist workers neve
 corrupted entry is reported once and treated as a miss.  Entries carry the id of the run that wrote
 them: in mode ``all`` only this run's entries are replayed (a request two cases share, or the calls a
 crashed worker completed before a replacement runs the rest of its file).  Nothing secret is written:
-parameters that look like keys, tokens or headers never enter an entry.
+parameters that look like keys, tokens or headers never enter an entry, those under such a name deeper down
+(``extra_body.session_auth``) are masked, and every entry goes through the run's redactor before it is written
+(a reply that echoed a key).  The key is computed before any of that, from what was sent, as it always was.
 
 A cache that cannot be written (the directory is a file or read-only, the disk is full) costs no
 result: the reply is used, not stored, and the reason is noted once in :attr:`ResponseCache.unwritable`.
@@ -158,7 +160,9 @@ class ResponseCache:
 
     def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> bool:
         """Store ``entry``; ``False`` when it could not be written (the reason is in :attr:`unwritable`)."""
-        data = dict(entry)
+        from pytest_mcpeval.redact import current
+
+        data = current().data(dict(entry))  # the directory is meant to be committed: no secret in it
         data["run"] = self.run_id
         return self._write(self.path(model, key), data)
 

@@ -71,7 +71,10 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, ModelSpec]], k
     if servers and not _server_overridden(config):
         problems += _server_problems(config, list(servers.values()), keep_pool)
     if problems:
-        lines = "\n".join(f"  {line}" for line in problems)
+        from pytest_mcpeval.text import printable
+
+        # a server's command, URL or stderr may carry a secret; its stderr, control characters
+        lines = "\n".join(f"  {printable(settings.redactor.text(line))}" for line in problems)
         raise pytest.UsageError(f"pre-flight check failed, no model was called (--mcp-no-preflight skips the check):"
                                 f"\n{lines}")
 
@@ -192,6 +195,10 @@ def from_identities(config: pytest.Config, identities: Iterable[dict[str, Any]])
                 benches[file] = load(config.rootpath / file)
             except BenchmarkError:  # the worker reported it as a collection error
                 benches[file] = None
+            else:  # the controller masks what the file's server carries, as the workers do (collect.py)
+                from pytest_mcpeval.servers import server_secrets
+
+                settings.redactor.add(server_secrets(benches[file].spec.server))  # type: ignore[union-attr]
         bench = benches[file]
         if bench is None:
             continue
