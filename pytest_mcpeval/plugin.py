@@ -304,7 +304,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
         check_judge(session.config, session.items)
         if preflight.wanted(session.config):
-            preflight.check(session.config, preflight.from_items(session.items), keep_pool=True)
+            preflight.check(session.config, preflight.from_items(session.items))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -319,7 +319,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         check_judge_ids(node.config, list(identities.values()))
         if preflight.wanted(node.config):
             cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
-            preflight.check(node.config, cases, keep_pool=False)
+            preflight.check(node.config, cases)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -340,9 +340,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     identities = sys.modules.get("pytest_mcpeval.run.identities")
     if identities is not None:
         identities.clean_up(config)
-    preflight = sys.modules.get("pytest_mcpeval.run.preflight")
-    if preflight is not None:
-        preflight.release(config)
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -466,11 +463,8 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
     dispatcher = Dispatcher(dispatch, cache, call_processes(config))
-    from pytest_mcpeval.run.preflight import adopt_pool
-
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
-                      settings.repeat, connect_timeout=settings.connect_timeout, settings=settings,
-                      pool=adopt_pool(config))  # the servers the pre-flight check connected, if any
+                      settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime
     runtime.close()
     if cache is not None:

@@ -98,15 +98,25 @@ def test_servers_that_cannot_start_are_one_line_each(pytester: pytest.Pytester, 
     assert "s3cr3t" not in result.stdout.str() + result.stderr.str()
 
 
-def test_a_good_run_starts_each_server_once(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
-    """Without xdist the run keeps the connections the check made: a server is started once, as before."""
+def test_a_good_run_checks_each_server_once_and_keeps_no_log(pytester: pytest.Pytester,
+                                                             model_server: ScriptedModelServer,
+                                                             xdist_args: list[str]) -> None:
+    """The check starts each server once (before the run starts it again); nothing of it is left behind."""
+    import tempfile
+    from pathlib import Path
+
+    before = set(Path(tempfile.gettempdir()).glob("mcpeval-preflight-*"))
     bench = f"server: {{command: [{json.dumps(sys.executable)}, counting.py]}}\n" + cases(3)
     make_project(pytester, model_server, {"counting.py": COUNTING_SERVER, "a.mcpeval.yaml": bench})
     model_server.script("*", GET_ME)
-    result = run(pytester, "--mcp-models=fake", "--mcp-record=off")
+    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", *xdist_args)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=3)
-    assert (pytester.path / "starts.txt").read_text().count("start") == 1
+    starts = (pytester.path / "starts.txt").read_text().count("start")
+    assert starts == (3 if xdist_args else 2)  # the check's, then each process of the run
+    assert set(Path(tempfile.gettempdir()).glob("mcpeval-preflight-*")) == before
+    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-no-preflight", *xdist_args)
+    assert (pytester.path / "starts.txt").read_text().count("start") == starts + (2 if xdist_args else 1)
 
 
 def test_what_the_run_cannot_need_is_not_checked(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:

@@ -14,9 +14,9 @@ and before any of them runs:
   fixture decides the server then, per item).
 
 What fails is one line per model or server, and the run stops with a usage error (exit 4) with no model called.
-``--mcp-no-preflight`` skips the check.  Without xdist the servers it started stay connected for the run (the
-run's :class:`~pytest_mcpeval.servers.ServerPool` is the one the check filled), so it costs nothing; under xdist
-the controller starts each server once more, then stops it.
+``--mcp-no-preflight`` skips the check.  It costs one start of each server, all at once, before the run starts
+them (the check's connections are not kept: the run's servers log under pytest's temporary directory, and each
+xdist worker starts its own anyway).
 """
 
 from __future__ import annotations
@@ -36,9 +36,7 @@ from pytest_mcpeval.keys import SETTINGS_KEY
 if TYPE_CHECKING:
     from pytest_mcpeval.benchmark.loader import Benchmark
     from pytest_mcpeval.models.config import ModelSpec
-    from pytest_mcpeval.servers import ServerPool
 
-POOL_KEY: pytest.StashKey[ServerPool] = pytest.StashKey()  # without xdist: what the check connected, for the run
 _DONE_KEY = pytest.StashKey[bool]()
 
 
@@ -51,9 +49,9 @@ def wanted(config: pytest.Config) -> bool:
     return not (settings.no_preflight or config.option.collectonly or settings.list_tools or settings.snapshot_update)
 
 
-def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, ModelSpec]], keep_pool: bool) -> None:
+def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, ModelSpec]]) -> None:
     """Try every model and server of ``cases`` (the selected case items that will call a model); a usage error
-    naming each that fails.  ``keep_pool``: the run goes on in this process, and keeps the connections."""
+    naming each that fails."""
     config.stash[_DONE_KEY] = True
     models: dict[str, ModelSpec] = {}
     servers: dict[str, tuple[Benchmark, str]] = {}
@@ -69,7 +67,7 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, ModelSpec]], k
         models.setdefault(judge.name, judge)
     problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
     if servers and not _server_overridden(config):
-        problems += _server_problems(config, list(servers.values()), keep_pool)
+        problems += _server_problems(config, list(servers.values()))
     if problems:
         from pytest_mcpeval.text import printable
 
@@ -124,48 +122,39 @@ def _calls_needed(config: pytest.Config, model: ModelSpec) -> bool:
         return True
 
 
-def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]], keep_pool: bool) -> list[str]:
+def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]]) -> list[str]:
+    """Start each server (in parallel, each in a pool of its own), list its tools, stop it; one line for each that
+    fails.  Their logs are kept (the lines name them) when one fails, removed when all start."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from pytest_mcpeval.servers import ServerError, ServerPool
 
     settings = config.stash[SETTINGS_KEY]
-    log_dir = Path(tempfile.mkdtemp(prefix="mcpeval-preflight-"))
-    pool = ServerPool(log_dir, settings.connect_timeout)
-    problems: list[str] = []
-    try:
-        for bench, described in servers:
-            assert bench.spec.server is not None
-            try:
-                # what an in-process server prints as it is imported goes to a log, as it does inside a case item
-                with (log_dir / "preflight-output.log").open("a", encoding="utf-8") as out, \
-                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                    pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
-            except ServerError as exc:
-                shown = os.path.relpath(bench.path, config.invocation_params.dir)
-                problems.append(f"server of {shown} ({described}): {exc}")
-    finally:
-        if keep_pool and not problems:
-            config.stash[POOL_KEY] = pool
-        else:
+    log_root = Path(tempfile.mkdtemp(prefix="mcpeval-preflight-"))
+
+    def attempt(index: int, bench: Benchmark, described: str) -> str | None:
+        assert bench.spec.server is not None
+        log_dir = log_root / str(index)
+        log_dir.mkdir()
+        pool = ServerPool(log_dir, settings.connect_timeout)
+        try:
+            pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
+        except ServerError as exc:
+            shown = os.path.relpath(bench.path, config.invocation_params.dir)
+            return f"server of {shown} ({described}): {exc}"
+        finally:
             pool.close()
-            if not problems:
-                shutil.rmtree(log_dir, ignore_errors=True)
+        return None
+
+    # what an in-process server prints as it is imported goes to a log, as it does inside a case item
+    with (log_root / "output.log").open("a", encoding="utf-8") as out, \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
+            ThreadPoolExecutor(max_workers=min(8, len(servers)), thread_name_prefix="mcpeval-preflight") as threads:
+        found = list(threads.map(lambda job: attempt(job[0], *job[1]), enumerate(servers)))
+    problems = [line for line in found if line is not None]
+    if not problems:
+        shutil.rmtree(log_root, ignore_errors=True)
     return problems
-
-
-def adopt_pool(config: pytest.Config) -> Any:
-    """The check's connections, handed to the run's runtime (without xdist), which closes them; ``None`` when
-    the check made none."""
-    pool = config.stash.get(POOL_KEY, None)
-    if pool is not None:
-        del config.stash[POOL_KEY]
-    return pool
-
-
-def release(config: pytest.Config) -> None:
-    """At the end: close the check's connections if no runtime took them (the run stopped before any case)."""
-    pool = adopt_pool(config)
-    if pool is not None:
-        pool.close()
 
 
 def from_items(items: Iterable[pytest.Item]) -> list[tuple[Benchmark, ModelSpec]]:

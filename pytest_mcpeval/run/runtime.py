@@ -40,8 +40,7 @@ if TYPE_CHECKING:
 
 class Runtime:
     def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, settings: Settings | None = None,
-                 pool: ServerPool | None = None) -> None:
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, settings: Settings | None = None) -> None:
         self.root_dir = root_dir
         # what flows take from the run's settings: the judge of claims without a check, the default threshold
         self.judge: ModelSpec | None = None
@@ -50,7 +49,7 @@ class Runtime:
             self.claims_threshold = settings.claims_threshold
             if settings.judge_model:
                 self.judge = settings.registry.resolve(settings.judge_model)
-        self.pool = pool if pool is not None else ServerPool(log_dir, connect_timeout)
+        self.pool = ServerPool(log_dir, connect_timeout)
         self.dispatcher = dispatcher
         tokens.use_store(dispatcher.cache)  # token counts kept with the responses: a replay loads no tokenizer
         self.repeats = repeats

@@ -137,7 +137,14 @@ def test_a_dying_stdio_servers_command_line_and_env_are_masked_everywhere(
         secrets = [ENV_PASSWORD]
     make_project(pytester, model_server, {"dying.py": DYING_SERVER, "notes.mcpeval.yaml": server + NOTES_CASES})
     before = files_of(pytester)
+    # the pre-flight check meets the dying server first: its one line is masked too
     result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, *xdist_args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*server of notes.mcpeval.yaml*REDACTED*"])
+    assert leaks(pytester, before, result, secrets) == {}
+    # past the check (a server that dies as the cases run): every artefact
+    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, "--mcp-no-preflight",
+                 *xdist_args)
     cases = read_report(pytester)["cases"]
     assert [c["error"] is not None for c in cases] == [True, True]
     error = cases[0]["error"]
@@ -177,7 +184,7 @@ def test_the_xdist_controller_masks_with_what_its_workers_learnt(pytester: pytes
     make_project(pytester, model_server, {"dying.py": DYING_SERVER, "notes.mcpeval.yaml": server + NOTES_CASES,
                                           "conftest.py": REPORT_HOOK})
     before = files_of(pytester)
-    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, "-n", "2")
+    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, "-n", "2", "--mcp-no-preflight")
     failures = read_report(pytester)["gate"]["failures"]
     assert any("a pytest_mcpeval_report hook raised RuntimeError: the server block was:" in f
                and "--api-key=REDACTED" in f for f in failures), failures
@@ -227,7 +234,8 @@ def test_a_token_in_an_mcp_urls_path_and_its_headers_are_masked_everywhere(
               f"  headers: {{Authorization: Bearer {HEADER_TOKEN}, X-Api-Key: {HEADER_KEY}}}\n")
     make_project(pytester, model_server, {"notes.mcpeval.yaml": server + NOTES_CASES})
     before = files_of(pytester)
-    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, *xdist_args)
+    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, "--mcp-no-preflight",
+                 *xdist_args)
     cases = read_report(pytester)["cases"]
     error = cases[0]["error"]
     assert error.startswith(f"could not connect to the server (url: {rejecting_server}/mcp/REDACTED): "), error
@@ -245,7 +253,7 @@ def test_a_url_that_an_mcp_server_fixture_returns_is_masked(pytester: pytest.Pyt
                        f"    return '{rejecting_server}/mcp/{PATH_TOKEN}'\n",
         "notes.mcpeval.yaml": NOTES_CASES})
     before = files_of(pytester)
-    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS)
+    result = run(pytester, "--mcp-models=fake", "--mcp-connect-timeout=5", *ARTIFACTS, "--mcp-no-preflight")
     assert "/mcp/REDACTED" in read_report(pytester)["cases"][0]["error"]
     found = leaks(pytester, before, result, [PATH_TOKEN])
     assert found == {}
