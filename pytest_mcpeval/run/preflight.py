@@ -88,6 +88,10 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
 
     if model.target.startswith(LOCAL_PREFIX):
         return None  # the embedded model: no provider, no key
+    if not _calls_needed(config, model):
+        return None  # a replay: litellm is not even imported (a replay of 1000 cases takes about its import time)
+    if "api_key" in model.user_params and "/" in model.target:
+        return None  # a key given, a provider named: nothing litellm would add (and its import costs 1.5-2 s)
     from pytest_mcpeval.models.litellm_client import load_litellm, missing_keys, no_key_message
 
     litellm = load_litellm()
@@ -100,7 +104,7 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
     except Exception:  # litellm's BadRequestError "LLM Provider NOT provided": the name places no provider
         return (f"{label}: litellm cannot tell its provider: write PROVIDER/MODEL (e.g. openai/gpt-5, "
                 "anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
-    if not missing_keys(model) or not _calls_needed(config, model):
+    if not missing_keys(model):
         return None
     return f"{label}: {no_key_message(model, 'no key found')}"
 
