@@ -256,3 +256,15 @@ def test_catalog_token_counts_of_1e400_are_counted_again(project: pytest.Pyteste
     result = run(project, "--mcp-models=fake", "--mcp-report=report.json")
     assert result.ret == 0, result.stdout.str()
     assert read_report(project)["catalogs"] == tokens
+
+
+def test_a_corrupt_entry_read_on_an_xdist_worker_is_in_the_summary(project: pytest.Pytester,
+                                                                   model_server: ScriptedModelServer) -> None:
+    """What a worker found crosses to the controller (as pairs: what became of the entry, and why)."""
+    assert run(project, "--mcp-models=fake").ret == 0
+    victim = entry_of(project, "b")
+    _edit_entry(lambda d: d.update(reply=None))(victim)
+    result = run(project, "--mcp-models=fake", "-n", "2")
+    result.stdout.fnmatch_lines(["1 cache entry could not be used and was called again:",
+                                 f"  {victim}: reply: expected an object, found null", "*3 passed*"])
+    assert result.ret == 0 and len(model_server.requests) == 4
