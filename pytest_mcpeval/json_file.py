@@ -86,16 +86,31 @@ def parse(data: bytes) -> Any:
 
 
 def too_deep(value: Any, limit: int) -> str | None:
-    """The JSON path of a value nested deeper than ``limit`` levels, or ``None``; without recursion."""
+    """The JSON path of a value nested deeper than ``limit`` levels, or ``None``; without recursion.  Depths
+    only, first (every replayed cache entry pays this); the path is traced only for a file that is too deep."""
+    level: list[Any] = [value] if type(value) in _CONTAINERS else []  # json.loads makes exactly dicts and lists
+    depth = 0
+    while level:  # one level of the tree at a time
+        if depth >= limit:
+            return render_loc(_path_deeper_than(value, limit))
+        level = [child for node in level for child in (node.values() if type(node) is dict else node)
+                 if type(child) in _CONTAINERS]
+        depth += 1
+    return None
+
+
+_CONTAINERS = (dict, list)
+
+
+def _path_deeper_than(value: Any, limit: int) -> tuple[str | int, ...]:
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         node, loc = stack.pop()
-        if isinstance(node, dict | list):
-            if len(loc) >= limit:
-                return render_loc(loc)
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            stack.extend((child, (*loc, key)) for key, child in items if isinstance(child, dict | list))
-    return None
+        if len(loc) >= limit:
+            return loc
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((child, (*loc, key)) for key, child in items if isinstance(child, dict | list))
+    return ()
 
 
 def render_loc(loc: tuple[Any, ...]) -> str:
