@@ -372,10 +372,12 @@ class EvalSession:
         for line in lint_lines(self.report):
             tr.write_line(line)
         settings = self.config.stash[SETTINGS_KEY]
-        from pytest_mcpeval.run.cache import bad_entry_lines
+        bad = self.config.stash.get(CORRUPTED_KEY, [])
+        if bad:
+            from pytest_mcpeval.run.cache import bad_entry_lines
 
-        for line in bad_entry_lines(self.config.stash.get(CORRUPTED_KEY, [])):
-            tr.write_line(line, yellow=not line.startswith("  "))
+            for line in bad_entry_lines(bad):
+                tr.write_line(line, yellow=not line.startswith("  "))
         unwritable = self.config.stash.get(UNWRITABLE_KEY, [])
         if unwritable:
             tr.write_line("the response cache could not be written (the replies were used, not stored; the next run "
