@@ -17,5 +17,6 @@ CASE_KEY = pytest.StashKey["CaseRef"]()  # what an item runs: its file, case and
 RESULT_KEY = pytest.StashKey["list[CaseResult]"]()  # one result per repeat
 LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the report
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
-CORRUPTED_KEY = pytest.StashKey[list[str]]()  # cache entries that could not be read
+# cache entries that did not validate: (what became of them: run.cache.CALLED_AGAIN ..., "path: what is wrong")
+CORRUPTED_KEY = pytest.StashKey[list[tuple[str, str]]]()
 UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)

@@ -468,14 +468,13 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     yield runtime
     runtime.close()
     if cache is not None:
-        for name, key, notes in (("corrupted", CORRUPTED_KEY, cache.corrupted),
-                                 ("unwritable", UNWRITABLE_KEY, cache.unwritable)):
-            if not notes:
-                continue
-            if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
-                config.workeroutput[f"mcpeval_{name}"] = list(notes)  # type: ignore[attr-defined]
-            else:
-                config.stash[key] = list(notes)
+        if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
+            for name, notes in (("corrupted", cache.corrupted), ("unwritable", cache.unwritable)):
+                if notes:
+                    config.workeroutput[f"mcpeval_{name}"] = list(notes)  # type: ignore[attr-defined]
+        else:
+            config.stash[CORRUPTED_KEY] = list(cache.corrupted)
+            config.stash[UNWRITABLE_KEY] = list(cache.unwritable)
 
 
 def _runs_a_model(item: pytest.Item) -> bool:

@@ -111,13 +111,17 @@ class EvalSession:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist only: what a worker could not read from or write to the cache, and the secrets it learnt from its
         servers (the rest of the report is masked with them here)."""
-        secrets = getattr(node, "workeroutput", {}).get("mcpeval_secrets", [])
+        output = getattr(node, "workeroutput", {})
+        secrets = output.get("mcpeval_secrets", [])
         if secrets:
             self.config.stash[SETTINGS_KEY].redactor.add(str(s) for s in secrets)
-        for name, key in (("corrupted", CORRUPTED_KEY), ("unwritable", UNWRITABLE_KEY)):
-            notes = getattr(node, "workeroutput", {}).get(f"mcpeval_{name}", [])
-            known = self.config.stash.get(key, [])
-            self.config.stash[key] = known + [c for c in notes if c not in known]
+        known = self.config.stash.get(UNWRITABLE_KEY, [])
+        self.config.stash[UNWRITABLE_KEY] = known + [c for c in output.get("mcpeval_unwritable", []) if c not in known]
+        bad = self.config.stash.get(CORRUPTED_KEY, [])
+        for outcome, note in output.get("mcpeval_corrupted", []):  # pairs (execnet may hand tuples back as lists)
+            if (outcome, note) not in bad:
+                bad = [*bad, (outcome, note)]
+        self.config.stash[CORRUPTED_KEY] = bad
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -271,7 +275,7 @@ class EvalSession:
         """Compare with the baseline: the drops that fail the gate (with --mcp-fail-on-drop), and the
         comparison in Markdown."""
         from pytest_mcpeval.defaults import DEFAULT_DROP_MARGIN
-        from pytest_mcpeval.gate.compare import compare
+        from pytest_mcpeval.gate.compare import compare, nothing_compared
         from pytest_mcpeval.report.markdown import comparison_markdown
 
         assert settings.baseline is not None
@@ -291,6 +295,12 @@ class EvalSession:
             "only_in_current": comparison.only_in_current,
         }
         drops = comparison.failures() if settings.fail_on_drop is not None else []
+        vacuous = nothing_compared(comparison, settings.baseline, report)
+        if vacuous is not None:  # a drop gate that measured nothing does not pass
+            if settings.fail_on_drop is not None:
+                drops.append(f"--mcp-fail-on-drop: {vacuous}")
+            else:
+                self.notes.append(f"--mcp-compare={settings.compare_path}: {vacuous}")
         return drops, comparison_markdown(comparison, settings.baseline, report)
 
     def write_markdown(self, text: str, settings: Settings, report: Report) -> None:
@@ -379,13 +389,12 @@ class EvalSession:
         for line in lint_lines(self.report):
             tr.write_line(line)
         settings = self.config.stash[SETTINGS_KEY]
-        corrupted = self.config.stash.get(CORRUPTED_KEY, [])
-        if corrupted:
-            verb = "was" if len(corrupted) == 1 else "were"
-            tr.write_line(f"{plural(len(corrupted), 'cache entry', 'cache entries')} could not be read and {verb} "
-                          "called again:", yellow=True)
-            for note in corrupted:
-                tr.write_line(f"  {note}")
+        bad = self.config.stash.get(CORRUPTED_KEY, [])
+        if bad:
+            from pytest_mcpeval.run.cache import bad_entry_lines
+
+            for line in bad_entry_lines(bad):
+                tr.write_line(line, yellow=not line.startswith("  "))
         unwritable = self.config.stash.get(UNWRITABLE_KEY, [])
         if unwritable:
             tr.write_line("the response cache could not be written (the replies were used, not stored; the next run "

@@ -748,7 +748,7 @@ def test_make_baseline_round_trip(tmp_path: Path) -> None:
     "content,message",
     [
         (None, "baseline file not found: "),
-        ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes (line 1 column 2)"),
+        ("{not json", ": not valid JSON: Expecting property name enclosed in double quotes (line 1 column 2)"),
         ("[1, 2]", "expected a JSON object of kind 'pytest-mcpeval-baseline', found list"),
         ('{"version": 1, "models": {}, "cases": []}', "expected kind 'pytest-mcpeval-baseline', found None"),
         ('{"version": 2, "kind": "pytest-mcpeval-baseline", "cases": []}', "expected version 1, found 2"),
@@ -1036,10 +1036,10 @@ def test_make_baseline_keeps_what_the_flow_comparison_needs(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("field,value,message", [
-    ("flow", "yes", "cases[1]: 'flow' must be true or false, found 'yes'"),
-    ("coverage", "0.5", "cases[1]: 'coverage' must be a number between 0 and 1 or null, found '0.5'"),
-    ("coverage", 1.5, "cases[1]: 'coverage' must be a number between 0 and 1 or null, found 1.5"),
-    ("coverage", True, "cases[1]: 'coverage' must be a number between 0 and 1 or null, found True"),
+    ("flow", "yes", 'cases[1].flow: expected true or false, found "yes"'),
+    ("coverage", "0.5", 'cases[1].coverage: expected a number, found "0.5"'),
+    ("coverage", 1.5, "cases[1].coverage: expected a number between 0 and 1 or null, found 1.5"),
+    ("coverage", True, "cases[1].coverage: expected a number, found true"),
 ])
 def test_load_baseline_rejects_bad_flow_fields(tmp_path: Path, field: str, value: Any, message: str) -> None:
     baseline: Any = make_baseline(report([case(0, "get_me", "get_me"), flow(0, scores=[1.0])]))

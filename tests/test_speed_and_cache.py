@@ -89,7 +89,7 @@ def test_corrupted_entry_is_reported_and_called_again(project: pytest.Pytester,
     victim = cache_files(project)[0]
     victim.write_text(victim.read_text()[:40])  # truncated mid-write, as after a crash
     result = run(project, "--mcp-models=fake")
-    result.stdout.fnmatch_lines(["*1 cache entry could not be read and was called again:*", f"*{N} passed*"])
+    result.stdout.fnmatch_lines(["*1 cache entry could not be used and was called again:*", f"*{N} passed*"])
     assert len(model_server.requests) == N + 1
     assert json.loads(victim.read_text())["reply"]["calls"][0]["name"] == "get_me"  # rewritten whole
 

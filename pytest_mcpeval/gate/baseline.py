@@ -8,16 +8,20 @@ what every case of a baseline written before flows existed is.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pytest_mcpeval.report.types import Baseline, BaselineCase, BaselineModel
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict
+
+from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
+from pytest_mcpeval.report.types import Baseline, BaselineCase, BaselineModel, CatalogInfo
 
 BASELINE_VERSION: Literal[1] = 1
 BASELINE_KIND: Literal["pytest-mcpeval-baseline"] = "pytest-mcpeval-baseline"
+MAX_BASELINE_BYTES = 1 << 30  # a baseline of a million cases is about 250 MB
 _CASE_FIELDS = ("file", "id", "model", "repeat", "correct", "passed", "expected_label", "called_label", "error")
 
 
@@ -58,30 +62,49 @@ def _case(case: Mapping[str, Any]) -> BaselineCase:
 
 
 def _bad_case(case: Mapping[str, Any]) -> str | None:
-    """Why a case's flow fields are unusable (older baselines have none, which is fine)."""
-    if "flow" in case and not isinstance(case["flow"], bool):
-        return f"'flow' must be true or false, found {case['flow']!r}"
+    """What the types do not say of a case: ``repeat`` is not negative, ``coverage`` is in [0, 1]."""
+    if case["repeat"] < 0:
+        return f"repeat: expected an integer >= 0, found {case['repeat']}"
     coverage = case.get("coverage")
-    if coverage is not None and (isinstance(coverage, bool) or not isinstance(coverage, int | float)
-                                 or not 0 <= coverage <= 1):
-        return f"'coverage' must be a number between 0 and 1 or null, found {coverage!r}"
+    if coverage is not None and not 0 <= coverage <= 1:
+        return f"coverage: expected a number between 0 and 1 or null, found {coverage}"
     return None
 
 
+class _ToolDefinition(TypedDict):
+    """A tool of a catalog in the short form ``{tool: {hash, description}}`` that compare also reads."""
+
+    hash: str
+    description: str
+
+
+class _BaselineFile(BaseModel):
+    """The baseline as read: the types of :class:`Baseline`, strict (``"no"`` is not a boolean, ``1.5`` not an
+    integer) and finite (``1e400`` reads as infinity).  Fields a baseline has always had but a hand-written one
+    may leave out default to empty; unknown fields are ignored."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
+
+    version: Literal[1]
+    kind: Literal["pytest-mcpeval-baseline"]
+    plugin_version: str | None = None
+    models: dict[str, BaselineModel] = {}
+    cases: list[BaselineCase]
+    catalogs: dict[str, CatalogInfo | dict[str, _ToolDefinition]] = {}
+
+
 def load_baseline(path: str | os.PathLike[str]) -> Baseline:
-    """Read a baseline written from :func:`make_baseline`; :class:`BaselineError` when unusable."""
+    """Read a baseline written from :func:`make_baseline`; :class:`BaselineError` (one line naming the file and
+    the JSON path of the field) when anything in it is unusable, so that a run fails before its first call."""
+    from pydantic import ValidationError
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = parse(read_regular(p, MAX_BASELINE_BYTES))
     except FileNotFoundError:
         raise BaselineError(f"baseline file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read baseline {p}: {exc}".replace("\n", " ")) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise BaselineError(f"baseline {p} is not valid JSON: {exc.msg} ({where})") from None
+    except JsonFileError as exc:
+        raise BaselineError(f"baseline {p}: {exc}") from None
     if not isinstance(data, dict):
         raise BaselineError(f"baseline {p}: expected a JSON object of kind {BASELINE_KIND!r}, "
                             f"found {type(data).__name__}")
@@ -90,10 +113,14 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
                             "(write one with --mcp-save-baseline)")
     if data.get("version") != BASELINE_VERSION:
         raise BaselineError(f"baseline {p}: expected version {BASELINE_VERSION}, found {data.get('version')!r}")
-    if not isinstance(data.get("cases"), list) or not all(isinstance(c, dict) for c in data["cases"]):
+    if not isinstance(data.get("cases"), list):
         raise BaselineError(f"baseline {p}: expected 'cases' to be a list of objects")
+    try:
+        _BaselineFile.model_validate(data)
+    except ValidationError as exc:
+        raise BaselineError(f"baseline {p}: {first_problem(exc, data)}") from None
     for i, case in enumerate(data["cases"]):
         problem = _bad_case(case)
         if problem:
-            raise BaselineError(f"baseline {p}: cases[{i}]: {problem}")
+            raise BaselineError(f"baseline {p}: cases[{i}].{problem}")
     return cast(Baseline, data)

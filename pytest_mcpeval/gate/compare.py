@@ -342,6 +342,24 @@ def compare(
                       {m: len(pairs[m]) for m in models}, margin, level, kind_changed, correction)
 
 
+def nothing_compared(comparison: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """Why no metric could be compared, when none could (no paired case): so that a gate on drops cannot pass
+    on nothing, as it would with a baseline of other models, files or case ids.  ``None`` when some case paired."""
+    if comparison.paired:
+        return None
+    shared = len(comparison.excluded) + len(comparison.kind_changed)
+    if shared:
+        return (f"none of the {shared} cases this run shares with the baseline could be compared (an error on "
+                "either side, or a flow in one run and a single call in the other), so no drop could be measured")
+
+    def models(report: Mapping[str, Any]) -> str:
+        names = sorted({str(c.get("model")) for c in report.get("cases") or []})
+        return ", ".join(names) if names else "none"
+
+    return ("no case of this run pairs with the baseline (none has the same file, case id, model and repeat; the "
+            f"baseline's models: {models(baseline)}; this run's: {models(current)}), so no drop could be measured")
+
+
 def holm(family: list[MetricChange], level: float, margin: float) -> None:
     """Holm's step-down adjustment of the p-values of ``family`` (one model's changes), in place: the ``i``-th
     smallest of the ``m`` p-values becomes ``max over j <= i of min(1, (m - j + 1) * p_j)``, and a change is

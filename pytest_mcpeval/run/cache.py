@@ -12,8 +12,12 @@ Modes (``--mcp-record``):
 * ``all``: call everything and overwrite;
 * ``off``: neither read nor write the directory.
 
-Writes are atomic (temp file + ``os.replace``), so concurrent xdist workers never see half a file; a
-corrupted entry is reported once and treated as a miss.  Entries carry the id of the run that wrote
+Writes are atomic (temp file + ``os.replace``), so concurrent xdist workers never see half a file.  An entry
+is read only from a regular file of at most :data:`MAX_ENTRY_BYTES` (not a FIFO, whose open would wait for a
+writer, nor a device) and validated (:class:`_Entry`: the reply's shape and types, finite non-negative counts);
+one that does not validate is :class:`BadEntry`, which the dispatcher treats as absent: called again and
+overwritten, or under ``--mcp-record=none`` an error naming the file, and the summary says which
+(:attr:`ResponseCache.corrupted`).  Entries carry the id of the run that wrote
 them: in mode ``all`` only this run's entries are replayed (a request two cases share, or the calls a
 crashed worker completed before a replacement runs the rest of its file).  Nothing secret is written:
 parameters that look like keys, tokens or headers never enter an entry, those under such a name deeper down
@@ -36,10 +40,13 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, cast
 
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr, ValidationError
+
+from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
-from pytest_mcpeval.text import canonical_json
+from pytest_mcpeval.text import canonical_json, plural
 
 MODES = ("new", "none", "all", "off")
 ENTRY_VERSION = 2  # of the request key (request_key)
@@ -50,6 +57,10 @@ TRANSPORT_PARAMS = frozenset({"api_base", "base_url", "timeout", "num_retries", 
 # (not `.json`: the entries are the `.json` files of the cache)
 TOKENS_DIR = "catalog-tokens"
 TOKENS_VERSION = 1  # of how a tool is counted (its OpenAI form, keys sorted): a change makes counts stale
+# a reply's text is cut at CACHE_CONTENT_CAP (1M characters), so a real entry is a few MB at most
+MAX_ENTRY_BYTES = 64 << 20
+# what became of an entry that did not validate (ResponseCache.corrupted), as the summary says it
+CALLED_AGAIN, REPLAYED_OLDER, FAILED = "called again", "replayed older", "failed"
 
 
 def request_key(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], repeat: int) -> str:
@@ -118,6 +129,80 @@ def model_folder(directory: Path, model: ModelSpec) -> Path:
     return directory / _slug(model.target)
 
 
+_STRICT = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
+_Count = Annotated[int, Field(ge=0)]
+_Seconds = Annotated[float, Field(ge=0)]
+
+
+class _Call(BaseModel):
+    model_config = _STRICT
+
+    name: str
+    arguments: str
+    id: str = ""
+
+
+class _Reply(BaseModel):
+    """:meth:`ModelReply.to_entry` as read back: ``calls`` is required (an empty object is no reply, not a reply
+    that called nothing); the rest has the defaults of entries written before it was kept."""
+
+    model_config = _STRICT
+
+    calls: list[_Call]
+    content: str | None = None
+    usage: dict[str, _Count] = {}
+    latency_s: _Seconds = 0.0
+    cost_usd: _Seconds | None = None
+    attempts: Annotated[int, Field(ge=1)] = 1
+    fills_arguments: bool = True
+    ranking: list[Annotated[tuple[StrictStr, StrictFloat], Field(strict=False)]] | None = None  # JSON: lists
+    top_k: _Count = 10
+    content_truncated: _Count | None = None
+
+
+class _Entry(BaseModel):
+    model_config = _STRICT
+
+    reply: _Reply
+    run: str | None = None
+    params_sent: dict[str, Any] | None = None
+
+
+class _Tokens(BaseModel):
+    """A ``.tokens`` file of :data:`TOKENS_DIR` (:meth:`ResponseCache.write_tokens`)."""
+
+    model_config = _STRICT
+
+    v: int
+    encoding: str
+    tools: dict[str, _Count]
+
+
+class BadEntry(Exception):
+    """An entry that is there but cannot be replayed: ``note`` is its path and what is wrong, on one line."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.note = f"{path}: {reason}"
+
+
+def read_entry(path: Path) -> dict[str, Any]:
+    """The entry at ``path``, validated; :class:`FileNotFoundError` when none is there, :class:`BadEntry` when
+    what is there does not validate.  Parsed by :func:`json.loads`, which reads a lone surrogate (``"\\ud83d"``)
+    back as written (pydantic's own JSON parser refuses it)."""
+    try:
+        data = parse(read_regular(path, MAX_ENTRY_BYTES))
+    except JsonFileError as exc:
+        raise BadEntry(path, str(exc)) from None
+    try:
+        _Entry.model_validate(data)
+    except ValidationError as exc:
+        raise BadEntry(path, first_problem(exc, data)) from None
+    return cast(dict[str, Any], data)  # as written (validation would add defaults and drop unknown keys)
+
+
 class ResponseCache:
     def __init__(self, directory: Path, mode: str, run_id: str) -> None:
         if mode not in MODES:
@@ -125,7 +210,8 @@ class ResponseCache:
         self.directory = directory
         self.mode = mode
         self.run_id = run_id
-        self.corrupted: list[str] = []  # entries that could not be read (called again)
+        # entries that did not validate: (what became of them, "path: what is wrong"), each once
+        self.corrupted: list[tuple[str, str]] = []
         self.unwritable: list[str] = []  # why entries could not be stored, once per reason (replies still used)
         self._lock = threading.Lock()
         self._folders: dict[str, str] = {}  # model string -> its directory, as text
@@ -140,23 +226,23 @@ class ResponseCache:
         return self.path(model, key).is_file()
 
     def get(self, model: ModelSpec, key: str) -> dict[str, Any] | None:
-        """The stored entry, or ``None`` for a miss (including entries this mode must not replay)."""
-        path = self.path(model, key)
+        """The stored entry, or ``None`` for a miss (including entries this mode must not replay); raises
+        :class:`BadEntry` for an entry that does not validate (the caller decides, and says, what becomes of it:
+        :meth:`note_bad`)."""
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(entry, dict) or "reply" not in entry:
-                raise ValueError("not a cache entry")
+            entry = read_entry(self.path(model, key))
         except (FileNotFoundError, NotADirectoryError):  # not recorded (or the cache directory is a file)
-            return None
-        except (OSError, ValueError) as exc:
-            with self._lock:
-                note = f"{path}: {exc}"
-                if note not in self.corrupted:
-                    self.corrupted.append(note)
             return None
         if self.mode in ("all", "off") and entry.get("run") != self.run_id:
             return None  # only what this run recorded counts
         return entry
+
+    def note_bad(self, bad: BadEntry, outcome: str) -> None:
+        """Record an entry that did not validate and what became of it (:data:`CALLED_AGAIN`,
+        :data:`REPLAYED_OLDER`, :data:`FAILED`), once."""
+        with self._lock:
+            if (outcome, bad.note) not in self.corrupted:
+                self.corrupted.append((outcome, bad.note))
 
     def put(self, model: ModelSpec, key: str, entry: Mapping[str, Any]) -> bool:
         """Store ``entry``; ``False`` when it could not be written (the reason is in :attr:`unwritable`)."""
@@ -170,12 +256,12 @@ class ResponseCache:
         """Every token count this cache holds (the hash of a tool's counted text -> tokens; any mode but off)."""
         found: dict[str, int] = {}
         for path in sorted((self.directory / TOKENS_DIR).glob("*.tokens")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if data.get("v") == TOKENS_VERSION and data.get("encoding") == encoding:
-                    found.update({str(key): int(n) for key, n in data["tools"].items()})
-            except (OSError, ValueError, TypeError, KeyError, AttributeError):  # unreadable: counted again
+            try:  # a regular file only (a FIFO would wait for a writer), of counts that are whole and >= 0
+                data = _Tokens.model_validate(parse(read_regular(path, MAX_ENTRY_BYTES)))
+            except (OSError, JsonFileError, ValidationError):  # unusable: those tools are counted again
                 continue
+            if data.v == TOKENS_VERSION and data.encoding == encoding:
+                found.update(data.tools)
         return found
 
     def write_tokens(self, digest: str, encoding: str, counts: Mapping[str, int]) -> None:
@@ -212,6 +298,27 @@ class ResponseCache:
         with self._lock:
             if note not in self.unwritable:
                 self.unwritable.append(note)
+
+
+_WHAT_BECAME = (  # outcome -> the summary's words, one noun phrase for one entry and one for several
+    (CALLED_AGAIN, "could not be used and was called again", "could not be used and were called again"),
+    (FAILED, "could not be used, and its case is an error (--mcp-record=none replays only)",
+     "could not be used, and their cases are errors (--mcp-record=none replays only)"),
+    (REPLAYED_OLDER, "could not be used; the entry of the older key version was replayed instead",
+     "could not be used; the entries of the older key version were replayed instead"),
+)
+
+
+def bad_entry_lines(corrupted: list[tuple[str, str]]) -> list[str]:
+    """What the summary says of the entries that did not validate: a heading per outcome, then one indented
+    ``path: what is wrong`` per entry.  It says "called again" only of entries whose call was made."""
+    lines: list[str] = []
+    for outcome, one, several in _WHAT_BECAME:
+        notes = [note for o, note in corrupted if o == outcome]
+        if notes:
+            lines.append(f"{plural(len(notes), 'cache entry', 'cache entries')} {one if len(notes) == 1 else several}:")
+            lines += [f"  {note}" for note in notes]
+    return lines
 
 
 def _encode(data: Mapping[str, Any]) -> bytes:

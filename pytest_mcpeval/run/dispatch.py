@@ -33,7 +33,15 @@ from pytest_mcpeval.models import ModelCallError, call_model
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply
-from pytest_mcpeval.run.cache import ResponseCache, legacy_request_key, request_key
+from pytest_mcpeval.run.cache import (
+    CALLED_AGAIN,
+    FAILED,
+    REPLAYED_OLDER,
+    BadEntry,
+    ResponseCache,
+    legacy_request_key,
+    request_key,
+)
 from pytest_mcpeval.run.pool import DaemonPool
 from pytest_mcpeval.settings import FILE_SUFFIXES
 
@@ -126,18 +134,25 @@ class Dispatcher:
         return max(1, -(-total // max(1, self.settings.workers)))  # ceil: this worker's part
 
     # -- internals ------------------------------------------------------------------------------
+    def _note_bad(self, bad: list[BadEntry], outcome: str) -> None:
+        if self.cache is not None:
+            for entry in bad:
+                self.cache.note_bad(entry, outcome)
+
     def _pool(self, model: ModelSpec) -> DaemonPool:
         with self._lock:
             if model.name not in self._pools:  # abandoned on exit (Ctrl-C)
                 self._pools[model.name] = DaemonPool(self.pool_size(model), f"mcpeval-{model.name}")
             return self._pools[model.name]
 
-    def _replay(self, unit: Unit) -> ModelReply | None:
+    def _replay(self, unit: Unit, bad: list[BadEntry]) -> ModelReply | None:
+        """The recorded reply, or ``None``; an entry at the call's key that does not validate is added to ``bad``
+        and counts as absent."""
         if self.cache is None:
             return None
-        entry = self.cache.get(unit.model, unit.key)
+        entry = self._read(unit, unit.key, bad)
         if entry is None and self.cache.mode in ("new", "none"):  # all, off: only this run's entries, all current
-            entry = self.cache.get(unit.model, unit.legacy_key)
+            entry = self._read(unit, unit.legacy_key, bad)
         if entry is None:
             return None
         reply = ModelReply.from_entry(entry["reply"])
@@ -146,17 +161,33 @@ class Dispatcher:
         reply.params_sent = sent if isinstance(sent, dict) else None  # None: written before they were kept
         return reply
 
+    def _read(self, unit: Unit, key: str, bad: list[BadEntry]) -> dict[str, Any] | None:
+        assert self.cache is not None
+        try:
+            return self.cache.get(unit.model, key)
+        except BadEntry as exc:
+            bad.append(exc)
+            return None
+
     def _fetch(self, unit: Unit) -> ModelReply:
         if unit.model.target.startswith(LOCAL_PREFIX):
             return call_model(unit.model, unit.messages, unit.catalog)
-        reply = self._replay(unit)
+        bad: list[BadEntry] = []
+        reply = self._replay(unit, bad)
         if reply is not None:
+            self._note_bad(bad, REPLAYED_OLDER)  # the entry of the current key was bad, the older key's answered
             return reply
         if self.cache is not None and self.cache.mode == "none":
+            self._note_bad(bad, FAILED)
+            if bad:
+                raise ModelCallError(f"{unit.label}: the recorded response {bad[0].path} cannot be replayed: "
+                                     f"{bad[0].reason} (--mcp-record=none replays only); record it again by running "
+                                     "once with --mcp-record=new and a key for the model")
             raise ModelCallError(
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
+        self._note_bad(bad, CALLED_AGAIN)  # said before the call: it is made, whatever it answers
         seed = zlib.crc32(unit.key.encode())
         reply = None
         if self.processes is not None:
