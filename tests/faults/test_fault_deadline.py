@@ -268,7 +268,7 @@ def test_no_call_is_lost_to_a_variable_pytest_deletes_meanwhile(monkeypatch: pyt
     """--mcp-processes: a call thread copies the environment for the worker while pytest's main thread sets and
     deletes ``PYTEST_CURRENT_TEST`` for every item.  Copying it with ``dict(os.environ)`` (or comparing it with a
     dict) raised ``KeyError`` when the name went between listing and reading, and lost the case (1-3 in 10,000).
-    Here a thread does that in a tight loop, with the interpreter switching threads every 10 us: 3,000 calls, no
+    Here a thread does that in a tight loop, with the interpreter switching threads every 10 us: 10,000 calls, no
     error, and the per-item variable is never sent (else every call would send the whole environment again)."""
     from pytest_mcpeval.models.processes import CallProcesses
 
@@ -292,7 +292,7 @@ def test_no_call_is_lost_to_a_variable_pytest_deletes_meanwhile(monkeypatch: pyt
     loop.start()
     errors: list[BaseException] = []
     try:
-        for _ in range(3000):
+        for _ in range(10_000):
             try:
                 processes.complete(model, [], catalog, retries=0, timeout=1.0, seed=0)
             except Exception as exc:
