@@ -64,8 +64,8 @@ TIMEOUT_OPTION = "--mcp-connect-timeout"
 
 CALL_GRACE = 5.0
 """Seconds past a tool call's timeout that :meth:`ServerPool.call_tool` waits before it gives the call up without
-its event loop's word: an in-process tool that blocks (``time.sleep`` in a sync handler) holds up the loop, which
-cannot cancel the call until the tool returns."""
+its event loop's word: an in-process ``async`` tool that blocks (``time.sleep`` in it) holds up the loop, which
+cannot cancel the call until the tool returns (the SDK runs a sync tool on a thread of its own)."""
 
 
 class ServerError(Exception):
