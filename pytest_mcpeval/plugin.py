@@ -122,13 +122,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT,
-        help="timeout of one model call (default 120)",
+        help="deadline of each attempt of a model call: connecting, the headers and the whole body (default 120)",
     )
     group.addoption(
         "--mcp-connect-timeout", dest="mcp_connect_timeout", metavar="SECONDS", type=seconds,
         default=DEFAULT_CONNECT_TIMEOUT,
-        help="time an MCP server gets to start, initialize and list its tools (default 60); past it, its cases "
-        "are errors",
+        help="time an MCP server gets to start, initialize and list its tools, and each live tool call (default 60); "
+        "past it, its cases are errors",
     )
     group.addoption(
         "--mcp-retries", dest="mcp_retries", metavar="N", type=non_negative_int, default=DEFAULT_RETRIES,

@@ -18,7 +18,8 @@ happened and names the log.  What the log holds and how a failure reads in one l
 Start-up is timed: :meth:`ServerPool.startup_s` is how long a connection took from its start (a stdio server's
 process being started) to its tool list, once per server per process (each xdist worker starts its own).
 
-Time is bounded: starting a server, completing the MCP handshake and listing its tools get
+Time is bounded: a tool call gets ``--mcp-connect-timeout`` in all, however the server trickles its answer
+(:func:`_call_tool`); starting a server, completing the MCP handshake and listing its tools get
 ``--mcp-connect-timeout`` in all (the SDK's own per-request timeouts would add up to more); past it the
 connection is abandoned, a stdio server is stopped (the SDK closes its stdin, then terminates its process
 group) and only then are its cases given the error, so no server process outlives its error.
@@ -68,6 +69,11 @@ shutdown is bounded at about 6.5 s: 0.5 s to flush, 2 s for the server to exit a
 2 s after SIGTERM, 2 s after SIGKILL)."""
 
 TIMEOUT_OPTION = "--mcp-connect-timeout"
+
+CALL_GRACE = 5.0
+"""Seconds past a tool call's timeout that :meth:`ServerPool.call_tool` waits before it gives the call up without
+its event loop's word: an in-process ``async`` tool that blocks (``time.sleep`` in it) holds up the loop, which
+cannot cancel the call until the tool returns (the SDK runs a sync tool on a thread of its own)."""
 
 
 class ServerError(Exception):
@@ -192,8 +198,15 @@ class ServerPool:
             live.closed = "its connection ended"
         if live.closed is not None:
             raise ServerError(f"the server ({live.label}) is no longer connected ({live.closed}); its log: {live.log}")
-        try:
-            result = self._portal.call(_call_tool, live.client, name, arguments, timeout)
+        future = self._portal.start_task_soon(_call_tool, live.client, name, arguments, timeout)
+        try:  # _call_tool gives up at `timeout`; the grace is for an event loop a blocking tool holds up
+            result = future.result(timeout=timeout + CALL_GRACE)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            message = (f"the server ({live.label}) did not answer a call of `{name}` within {timeout:g} s "
+                       f"({TIMEOUT_OPTION})")
+            write_log(live.log, message)
+            raise ServerError(f"{message}; its log: {live.log}") from None
         except Exception as exc:
             write_log(live.log, f"the call of `{name}` on the server ({live.label}) failed", exc)
             if is_closed(exc):
@@ -312,7 +325,13 @@ class ServerPool:
 
 
 async def _call_tool(client: Any, name: str, arguments: dict[str, Any], timeout: float) -> Any:
-    return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+    """The call, within ``timeout`` seconds in all.  The SDK's ``read_timeout_seconds`` alone is not that: its clock
+    starts once the request is written (a server that does not read its stdin holds the write) and runs again for
+    each round of a call (input requests, a re-list after ``HEADER_MISMATCH``)."""
+    import anyio
+
+    with anyio.fail_after(timeout):
+        return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
 
 
 async def _make_event() -> Any:

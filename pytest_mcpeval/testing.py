@@ -18,8 +18,10 @@ Answers come from a script: ``{input text: reply}`` per model name.  A reply is 
     {"reset": True}                                                        # connection closed, no answer
     {"hang": True}                                                         # no answer until the server stops
 
-Any reply may add ``"delay": seconds`` (the answer comes late) and ``"gather": n`` (the answer waits, at most
-30 s, until ``max_in_flight`` has reached n: a test of concurrency that does not depend on the machine's speed).
+Any reply may add ``"delay": seconds`` (the answer comes late), ``"drip": seconds`` (the status line and headers
+at once, then the body one byte every that many seconds: a reply no per-read timeout ends) and ``"gather": n``
+(the answer waits, at most 30 s, until ``max_in_flight`` has reached n: a test of concurrency that does not
+depend on the machine's speed).
 A rule may also be a *list* of replies, used one per request in order, the last one repeating:
 ``[{"status": 429}, {"tool_calls": [...]}]``.
 ``max_in_flight`` records the most requests the server was answering at the same time, ``connections`` how many
@@ -194,21 +196,25 @@ class ScriptedModelServer:
                     if "body" in reply:
                         raw = reply["body"]
                         data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8", "surrogatepass")
-                        self._send_bytes(int(reply.get("status", 200)), data, reply.get("headers", {}))
+                        self._send_bytes(int(reply.get("status", 200)), data, reply.get("headers", {}),
+                                         float(reply.get("drip", 0.0)))
                         return
                     if "status" in reply:
                         message = {"error": {"message": reply.get("error", "scripted error")}}
-                        self._send(int(reply["status"]), message, reply.get("headers", {}))
+                        self._send(int(reply["status"]), message, reply.get("headers", {}),
+                                   float(reply.get("drip", 0.0)))
                         return
                     prompt_tokens = len(json.dumps(body)) // 4
                     turn = _turn(body.get("messages", []))
-                    self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens, turn))
+                    self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens, turn),
+                               drip=float(reply.get("drip", 0.0)))
                 finally:
                     with server._lock:
                         server.in_flight -= 1
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                self._send_bytes(status, json.dumps(payload).encode(), headers)
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
+                      drip: float = 0.0) -> None:
+                self._send_bytes(status, json.dumps(payload).encode(), headers, drip)
 
             def _reset(self) -> None:
                 """Close the connection with a TCP reset (SO_LINGER 0), answering nothing."""
@@ -217,7 +223,8 @@ class ScriptedModelServer:
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.connection.close()
 
-            def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+            def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None,
+                            drip: float = 0.0) -> None:
                 try:
                     self.send_response(status)
                     for name, value in (headers or {}).items():
@@ -225,9 +232,18 @@ class ScriptedModelServer:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if not drip:
+                        self.wfile.write(data)
+                        return
+                    self.wfile.flush()  # the headers now, the body byte by byte
+                    for index in range(len(data)):
+                        if server._stopping.wait(drip):  # the server stops: the rest is never sent
+                            self.close_connection = True
+                            return
+                        self.wfile.write(data[index:index + 1])
+                        self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
-                    pass
+                    self.close_connection = True
 
         self._httpd = _Server((host, port), Handler)
         self._thread: threading.Thread | None = None

@@ -25,11 +25,16 @@ JSON: the same bytes come back next time), a completion without choices.  litell
 codes alone do not tell these apart (a missing OpenAI key, a refused connection and a body that is not
 UTF-8 are all an ``InternalServerError`` with status 500), so the chain of causes and the message text
 are read too.
+
+``timeout`` (``--mcp-timeout``) is a deadline for each attempt as a whole: connecting, the headers and the
+whole body (:func:`_attempt`).  litellm hands it to httpx, which applies it to each read on its own, so a
+provider that sends a byte every few seconds kept a call going for minutes.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextvars
 import copy
 import gc
 import json
@@ -43,6 +48,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import httpx  # litellm's HTTP client: imported with litellm anyway
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models import OFFLINE_ENV, ModelCallError
@@ -414,7 +421,8 @@ def keep_alive_pool(litellm: Any) -> None:
     fails with "Bad file descriptor" or, worse, waits for its whole read timeout.  Measured here, 2,000 calls at
     64 in flight: a retried "Bad file descriptor" in about one run in three, a 120 s stall in about one in eight;
     with this client, none in 14 runs.  The client is built as litellm builds its own (its SSL settings, HTTP/2
-    switch, redirects), with no limit on connections kept alive: the plugin's concurrency bounds them."""
+    switch, redirects), with no limit on connections kept alive: the plugin's concurrency bounds them, and with
+    the hooks that hold each attempt's exchange to its deadline (:func:`_attempt`)."""
     global _pool_checked
     if _pool_checked:
         return
@@ -423,15 +431,129 @@ def keep_alive_pool(litellm: Any) -> None:
             return
         try:
             if litellm.client_session is None:  # else the user's own
-                import httpx
                 from litellm.llms.custom_httpx.http_handler import get_ssl_configuration, http2_enabled
 
-                litellm.client_session = httpx.Client(
-                    verify=get_ssl_configuration(), follow_redirects=True, http2=http2_enabled(),
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=None))
+                for tries_left in reversed(range(3)):
+                    try:
+                        litellm.client_session = httpx.Client(
+                            verify=get_ssl_configuration(), follow_redirects=True, http2=http2_enabled(),
+                            limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+                            event_hooks={"request": [_bound_request], "response": [_bound_body]})
+                        break
+                    except (KeyError, RuntimeError):
+                        # httpx reads the proxy variables with os.environ.items(), on this call's thread: a name
+                        # pytest's main thread deletes meanwhile (PYTEST_CURRENT_TEST, after every item) raises
+                        if not tries_left:
+                            raise
         except Exception:  # another litellm: its own clients, as before
             pass
         _pool_checked = True  # only now: the other threads' calls must not start before the client is set
+
+
+# -- the deadline of an attempt ------------------------------------------------------------------------
+
+LOCAL_ALLOWANCE = 10.0
+"""Seconds an attempt may spend in this process around its HTTP exchange, before :func:`_attempt` abandons it:
+litellm building the request (its first call in a process imports the provider's SDK: 0.6 s measured here) and
+reading the answer (a 5 MB completion); the exchange itself gets ``timeout``."""
+
+
+@dataclass
+class _Exchange:
+    """The deadline of one attempt's HTTP exchange, shared by the hooks of the client :func:`keep_alive_pool`
+    gives litellm: set when the first request is sent (``timeout`` seconds later), in the attempt's thread."""
+
+    timeout: float
+    at: float | None = None
+
+
+_exchange: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar("mcpeval_exchange", default=None)
+
+
+class DeadlinePassed(Exception):
+    """An attempt that had no answer by its deadline; :func:`classify` reads it as any timeout (retried)."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"timed out after {timeout:g} s")
+
+
+def _attempt(litellm: Any, kwargs: dict[str, Any], timeout: float) -> Any:
+    """``litellm.completion(**kwargs)``: an answer whose HTTP exchange (connecting, the headers, the whole body)
+    ended within ``timeout`` seconds, or an error once it did not, whatever the provider sends and however slowly.
+
+    httpx, which litellm hands its timeout, applies it to each read alone: a provider that sends a byte every few
+    seconds kept a call going for minutes.  The client the plugin gives litellm (:func:`keep_alive_pool`, used for
+    OpenAI-compatible endpoints) bounds the exchange itself: its hooks read this attempt's :class:`_Exchange` (a
+    context variable of the call's thread), bound each read, write and connect by the time left, and fail the body
+    at the deadline (httpx's ``ReadTimeout``, a timeout like any other; the connection is closed).  Other
+    providers' clients are litellm's own, which the plugin does not touch: for every call, the call runs on a
+    daemon thread of its own and this one waits at most ``timeout`` + :data:`LOCAL_ALLOWANCE`; past it the call is
+    abandoned (:class:`DeadlinePassed`), as the dispatcher's threads are after Ctrl-C, and its thread ends with
+    its connection (the provider's answer or a read timeout)."""
+    exchange = _Exchange(timeout)
+    done = threading.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        _exchange.set(exchange)
+        try:
+            outcome.append((True, litellm.completion(**kwargs)))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    context = contextvars.copy_context()  # litellm's own context variables, as in the calling thread
+    threading.Thread(target=context.run, args=(run,), name="mcpeval-call", daemon=True).start()
+    if not done.wait(timeout + LOCAL_ALLOWANCE):
+        raise DeadlinePassed(timeout)
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _bound_request(request: httpx.Request) -> None:
+    """httpx request hook: the attempt's exchange starts with its first request; no read, write, connect or wait
+    for a connection lasts longer than its deadline leaves."""
+    exchange = _exchange.get()
+    if exchange is None:  # a call not made by complete(): as litellm asked
+        return
+    now = time.monotonic()
+    if exchange.at is None:
+        exchange.at = now + exchange.timeout
+    left = exchange.at - now
+    if left <= 0:
+        raise httpx.ConnectTimeout("timed out before the request was sent", request=request)
+    timeouts = request.extensions.get("timeout")
+    if isinstance(timeouts, dict):
+        request.extensions["timeout"] = {k: left if v is None else min(float(v), left) for k, v in timeouts.items()}
+
+
+def _bound_body(response: httpx.Response) -> None:
+    """httpx response hook (the headers are in, the body not yet read): the body fails at the deadline."""
+    exchange = _exchange.get()
+    if exchange is not None and exchange.at is not None and isinstance(response.stream, httpx.SyncByteStream):
+        response.stream = _DeadlineStream(response.stream, exchange.at, response.request)
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    """A response body that raises httpx's ``ReadTimeout`` once its deadline passes; closing it closes the
+    connection (httpx closes a response whose read failed, and a connection not read to the end is dropped)."""
+
+    def __init__(self, stream: httpx.SyncByteStream, deadline: float, request: httpx.Request) -> None:
+        self._stream = stream
+        self._deadline = deadline
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._stream:
+            if time.monotonic() > self._deadline:
+                raise httpx.ReadTimeout("timed out: the body did not arrive in time", request=self._request)
+            yield chunk
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
@@ -447,16 +569,19 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
                               **request_params(model), "num_retries": 0}
     if tools:
         kwargs["tools"] = tools
+    # the deadline of each attempt: --mcp-timeout, or a timeout in seconds the user gave in mcp_model_params
+    given = kwargs.get("timeout")
+    deadline = float(given) if isinstance(given, int | float) and not isinstance(given, bool) and given > 0 else timeout
     rng = random.Random(seed)  # jitter is seeded per request: runs are reproducible
     attempt = 0
     started = time.perf_counter()
     while True:
         attempt += 1
         try:
-            response = litellm.completion(**kwargs)
+            response = _attempt(litellm, kwargs, deadline)
             break
         except Exception as exc:  # litellm maps every provider failure onto its exception classes
-            failure = classify(exc, model, timeout)
+            failure = classify(exc, model, deadline)
             if attempt > retries or not failure.retry:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise ModelCallError(f"model {model.name} ({model.target}){tries}: {failure.message}") from None

@@ -15,7 +15,8 @@ several calls in flight and hand back each as it completes.)  Workers are forked
 imported litellm once (``forkserver`` with litellm preloaded; ``spawn`` where there is no fork server), so
 the import is paid once, in the background, while pytest collects (:func:`pytest_mcpeval.run.dispatch.note_model_item`).
 
-A worker sees the pytest process's environment as it is at each call (API keys set by a fixture too), the
+A worker sees the pytest process's environment as it is at each call (API keys set by a fixture too; not the
+variables pytest sets per item, :data:`PER_ITEM_ENV`; copied by :func:`environment`, the one safe way here), the
 tool list once per catalog, and nothing else of it: litellm settings made in a ``conftest.py`` (callbacks,
 custom providers, monkeypatches) stay in the pytest process.  So under ``auto`` no call goes to a worker once
 the session's own code has imported litellm (:func:`litellm_set_up_here`); ``--mcp-processes=N`` is obeyed.
@@ -46,7 +47,30 @@ if TYPE_CHECKING:
 # import made by litellm_client.load_litellm, the collector off, its objects frozen before any fork)
 PRELOAD = ["pytest_mcpeval.models.processes", "pytest_mcpeval.models.litellm_client",
            "pytest_mcpeval.models.litellm_loaded"]
-_ENV_BEFORE = dict(os.environ)
+# what pytest sets for the item it runs, and deletes after it: nothing a model call depends on, and a value that
+# changes with every item would make every call send the whole environment again
+PER_ITEM_ENV = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+def environment() -> dict[str, str]:
+    """A copy of ``os.environ`` without :data:`PER_ITEM_ENV`, safe to take on any thread while pytest's main thread
+    sets and deletes variables.
+
+    ``dict(os.environ)``, ``os.environ.copy()`` (the same) and comparing ``os.environ`` with a dict all list the
+    names, then look each one up: a name deleted in between (``PYTEST_CURRENT_TEST``, once per item) raised
+    ``KeyError`` and lost the case (1-3 in 10,000).  Listing the names is one atomic copy of the underlying dict
+    (``os.environ`` iterates over ``list()`` of it), and ``get`` answers ``None`` for a name that has gone since,
+    so nothing here can raise: a name deleted meanwhile is left out, one set meanwhile is in the next copy."""
+    found: dict[str, str] = {}
+    for name in list(os.environ):
+        if name not in PER_ITEM_ENV:
+            value = os.environ.get(name)
+            if value is not None:
+                found[name] = value
+    return found
+
+
+_ENV_BEFORE = environment()
 
 
 class _NeedTools(Exception):
@@ -108,6 +132,8 @@ def _warm() -> None:
     killed outright leaves no worker behind."""
     from pytest_mcpeval.models import litellm_client
 
+    for name in PER_ITEM_ENV:  # the fork server may have been started while an item ran: not the worker's to keep
+        os.environ.pop(name, None)
     litellm_client.load_litellm()
     parent = os.getppid()
 
@@ -210,9 +236,11 @@ class CallProcesses:
         known = self._known[index]
         send = None if digest in known else json.dumps(catalog.openai_tools)
         known.add(digest)
-        env: dict[str, str] | None = None
-        if getattr(self._local, "env", None) != os.environ:  # sent once per thread, and again when it changes
-            env = self._local.env = dict(os.environ)
+        env: dict[str, str] | None = environment()  # taken on this thread: a copy, never os.environ itself
+        if getattr(self._local, "env", None) == env:  # sent once per thread, and again when it changes
+            env = None
+        else:
+            self._local.env = env
         for _ in range(2):
             try:
                 reply: ModelReply = caller.complete(model, messages, digest, send, retries, timeout, seed, env)
