@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.report.types import Baseline, BaselineCase, BaselineModel
 
 BASELINE_VERSION: Literal[1] = 1
@@ -78,10 +79,12 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read baseline {p}: {exc}".replace("\n", " ")) from None
     try:
-        data = json.loads(text)
+        data = bounds.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise BaselineError(f"baseline {p} is not valid JSON: {exc.msg} ({where})") from None
+    except ValueError as exc:  # NaN, or nested past the bound
+        raise BaselineError(f"baseline {p} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise BaselineError(f"baseline {p}: expected a JSON object of kind {BASELINE_KIND!r}, "
                             f"found {type(data).__name__}")

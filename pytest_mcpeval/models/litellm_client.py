@@ -467,10 +467,10 @@ def tolerate_deep_arguments() -> None:
                 return tool_calls
 
         handle._mcpeval_tolerant = True  # type: ignore[attr-defined]
-        setattr(home, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010 (not in litellm's stubs)
+        setattr(home, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010 (mypy: not in the stubs)
         for name, module in list(sys.modules.items()):
             if name.startswith("litellm.") and getattr(module, "handle_invalid_parallel_tool_calls", None) is original:
-                module.handle_invalid_parallel_tool_calls = handle
+                setattr(module, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010
 
 
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],

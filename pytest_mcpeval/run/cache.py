@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
 from pytest_mcpeval.text import canonical_json
 
@@ -136,7 +137,7 @@ class ResponseCache:
         """The stored entry, or ``None`` for a miss (including entries this mode must not replay)."""
         path = self.path(model, key)
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            entry = bounds.loads(path.read_text(encoding="utf-8"))  # strict and bounded: a file may be anything
             if not isinstance(entry, dict) or "reply" not in entry:
                 raise ValueError("not a cache entry")
         except (FileNotFoundError, NotADirectoryError):  # not recorded (or the cache directory is a file)
@@ -208,6 +209,6 @@ class ResponseCache:
 def _encode(data: Mapping[str, Any]) -> bytes:
     """The entry as UTF-8 JSON, or as ASCII JSON when some text has no UTF-8 form (a lone surrogate)."""
     try:
-        return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+        return (bounds.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+        return (bounds.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
