@@ -321,3 +321,17 @@ def test_non_finite_numbers_keep_the_report_strict_json(pytester: pytest.Pyteste
     for entry in (pytester.path / ".mcpeval" / "cache").rglob("*.json"):
         strict(entry.read_text(encoding="utf-8"))
     assert result.ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"kind": "mcpeval-baseline", "version": NaN}'],
+                         ids=["deep", "nan"])
+def test_a_baseline_that_is_not_strict_json_is_one_usage_error(pytester: pytest.Pytester,
+                                                               model_server: ScriptedModelServer, text: str) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": BENCH, "baseline.json": text}, tools=TOOLS)
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=baseline.json")
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out and "RecursionError" not in out, out[-3000:]
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    reason = f"nested deeper than {MAX_DEPTH} levels" if text.startswith("[") else "NaN is not a JSON value"
+    result.stderr.fnmatch_lines([f"ERROR: --mcp-compare: baseline *baseline.json is not valid JSON: {reason}"])
+    assert model_server.requests == []
