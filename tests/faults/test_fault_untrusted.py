@@ -99,6 +99,18 @@ def test_deep_arguments_are_a_malformed_call_miss(pytester: pytest.Pytester, mod
     assert report["models"]["fake"]["diagnoses"] == {"malformed_call": 1}
 
 
+def test_deep_json_as_the_reply_text_is_text(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """Text is never parsed (nothing is scored on it): JSON nested 5,000 deep in ``content`` is a plain answer."""
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": BENCH}, tools=TOOLS)
+    model_server.script("*", OK)
+    deep = "[" * 5000 + json.dumps(SECRET_URL) + "]" * 5000
+    model_server.script(FAULT, {"content": deep})
+    _, report, out = evaluate(pytester)
+    fault = next(c for c in report["cases"] if c["id"] == "fault")
+    assert fault["error"] is None and fault["diagnosis"] == "no_tool_use"
+    assert fault["content"] == deep.replace("hunter2hunter2", "REDACTED") and "hunter2" not in out
+
+
 def test_deep_arguments_in_a_flow_are_answered_as_invalid_and_the_flow_goes_on(
         pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     bench = (
