@@ -74,14 +74,14 @@ def _non_finite(value: float) -> str:
 
 
 def finite(value: Any) -> Any:
-    """``value`` with every float that JSON cannot hold replaced by ``"NaN"``, ``"Infinity"`` or
-    ``"-Infinity"`` (a copy where one is found; ``value`` itself otherwise).  Iterative, so any depth is fine."""
+    """A copy of ``value`` (dicts and lists; a tuple becomes a list, as JSON has it) with every float JSON cannot
+    hold replaced by ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``.  Iterative, so any depth is fine."""
     if isinstance(value, float):
         return value if math.isfinite(value) else _non_finite(value)
     if not isinstance(value, dict | list | tuple):
         return value
     root: list[Any] = [None]
-    # (source container, target container, key in the target's parent) built breadth-first
+    # (a value still to copy, (the copy's container, the key it goes under there))
     stack: list[tuple[Any, Any]] = [(value, (root, 0))]
     while stack:
         source, (parent, key) = stack.pop()
