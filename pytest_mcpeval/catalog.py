@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mcpeval.bounds import depth_exceeds
+from pytest_mcpeval.defaults import MAX_DEPTH
 from pytest_mcpeval.report.types import CatalogInfo, ToolInfo
 from pytest_mcpeval.text import canonical_json
 
@@ -58,6 +60,8 @@ class Catalog:
             name = tool.get("name")
             if not isinstance(name, str) or not name:
                 raise ValueError(f"a tool has no name: {canonical_json(tool)[:120]}")
+            if depth_exceeds(tool):  # every walk over the schemas after this one may recurse
+                raise ValueError(f"tool `{name}` is nested deeper than {MAX_DEPTH} levels")
             seen.setdefault(name, []).append(index)
             self.by_name.setdefault(name, tool)
         duplicates = {name: where for name, where in seen.items() if len(where) > 1}

@@ -15,3 +15,8 @@ DROP_CORRECTIONS = ("none", "holm")  # --mcp-drop-correction; the first is the d
 DEFAULT_RESAMPLES = 10_000  # bootstrap resamples and Monte-Carlo swap patterns of the drop test
 DEFAULT_MAX_TURNS = 8  # model calls a flow may make
 DEFAULT_CLAIMS_THRESHOLD = 0.75  # coverage a flow with claims needs to pass (MCP-Atlas)
+# Bounds on what comes from outside (docs/reliability.md "Untrusted data"): a model's arguments, a server's answers
+# and schemas, benchmark and tools files.  Deeper data would overflow Python's stack in some walk or in json itself.
+MAX_DEPTH = 100  # levels of nested lists / objects (`{}` is 1, `{"a": [1]}` is 2)
+MAX_ALIAS_NODES = 100_000  # values YAML aliases may add to a file when expanded (a shared mock used in many cases)
+MAX_FILE_BYTES = 20_000_000  # a benchmark or tools file read at collection

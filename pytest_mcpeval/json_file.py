@@ -66,6 +66,10 @@ def _file_kind(mode: int) -> str:
     return "not a file"
 
 
+def _not_json(name: str) -> Any:
+    raise JsonFileError(f"not valid JSON: {name} is not a JSON value")
+
+
 def parse(data: bytes) -> Any:
     """The JSON value of ``data`` (UTF-8), nested at most :data:`MAX_DEPTH` levels; :class:`JsonFileError`
     says where it is not."""
@@ -74,7 +78,7 @@ def parse(data: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise JsonFileError(f"not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json)  # strict (RFC 8259): NaN and Infinity are not JSON
     except json.JSONDecodeError as exc:
         raise JsonFileError(f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
     except RecursionError:  # the C scanner's own guard, at about a thousand levels

@@ -233,22 +233,43 @@ class Redactor:
         itself when its JSON text holds nothing that could be masked (one search in C instead of a walk)."""
         try:
             text = json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return self._walk(value)  # type: ignore[no-any-return]
         if not maybe_shaped_json(text) and (self._values_json is None or self._values_json.search(text) is None):
             return value
         return self._walk(value)  # type: ignore[no-any-return]
 
     def _walk(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value) if value else value
-        if isinstance(value, dict):  # keys too: a model may put a secret in an argument's name
-            return {(self.text(k) if isinstance(k, str) else k): self._walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._walk(v) for v in value]
-        if isinstance(value, tuple):
-            return tuple(self._walk(v) for v in value)
-        return value
+        """The copy :meth:`data` returns, built iteratively: a model's arguments or a server's answer may nest
+        deeper than Python's stack.  Children are visited in order, so of two keys that mask to the same one
+        the later wins, as in a dict display; a tuple is built as a list and frozen once its items are done."""
+        root: list[Any] = [None]
+        stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+        frozen: list[tuple[list[Any], Any, Any]] = []  # (items, parent, key) of every tuple, outermost first
+        while stack:
+            item, parent, key = stack.pop()
+            if isinstance(item, str):
+                parent[key] = self.text(item) if item else item
+            elif isinstance(item, dict):  # keys too: a model may put a secret in an argument's name
+                out: dict[Any, Any] = {}
+                parent[key] = out
+                children = []
+                for k, v in item.items():
+                    new_key = self.text(k) if isinstance(k, str) else k
+                    out[new_key] = None
+                    children.append((v, out, new_key))
+                stack.extend(reversed(children))
+            elif isinstance(item, list | tuple):
+                items: list[Any] = [None] * len(item)
+                parent[key] = items
+                if isinstance(item, tuple):
+                    frozen.append((items, parent, key))
+                stack.extend((v, items, i) for i, v in reversed(list(enumerate(item))))
+            else:
+                parent[key] = item
+        for items, parent, key in reversed(frozen):  # innermost first: an outer tuple holds the inner one
+            parent[key] = tuple(items)
+        return root[0]
 
 
 def maybe_shaped_json(text: str) -> bool:

@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.benchmark.schema import ServerSpec
+from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
-from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
+from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT, MAX_DEPTH
 from pytest_mcpeval.server_log import (
     StderrPipe,
     exit_status,
@@ -215,6 +216,11 @@ class ServerPool:
                                   f"exited or crashed); its log: {live.log}") from None
             raise ServerError(f"the server ({live.label}) failed to answer a call of `{name}`: {one_line(exc)}; "
                               f"its log: {live.log}") from None
+        if depth_exceeds(result.structured_content):  # the SDK read it; every walk after this may recurse
+            message = (f"the server ({live.label}) answered a call of `{name}` with structured content nested deeper "
+                       f"than {MAX_DEPTH} levels")
+            write_log(live.log, message)
+            raise ServerError(f"{message}; its log: {live.log}")
         return tool_result_from_mcp(result)
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ live servers).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ import yaml
 from pydantic import ValidationError
 
 from pytest_mcpeval.benchmark.schema import FLOW_KEYS, BenchmarkFile, Case, keys_at
-from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS
+from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS, MAX_ALIAS_NODES, MAX_DEPTH, MAX_FILE_BYTES
 from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, Reference, compile_args, references
 from pytest_mcpeval.text import closest, did_you_mean
 
@@ -156,7 +157,61 @@ def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, int], problems: list[Problem
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _line(event: yaml.Event) -> int | None:
+    return event.start_mark.line + 1 if event.start_mark is not None else None
+
+
+def check_yaml_bounds(path: Path | str, text: str) -> None:
+    """A :class:`BenchmarkError` for YAML that would cost far more to load than its size: nested deeper than
+    :data:`MAX_DEPTH` levels, or aliases that expand to more than :data:`MAX_ALIAS_NODES` values in all (an
+    "alias bomb": 500 bytes of aliases of aliases that expand to billions of values).
+
+    One pass over the parser's events, before anything is composed: each anchor's expanded size and depth are
+    counted once, when its value ends, and each alias adds its anchor's, so the pass costs the file's length,
+    whatever its aliases would expand to, and holds one frame per open level."""
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> (values, levels) of its value, aliases expanded
+    stack: list[list[Any]] = []  # per open collection: [anchor, values, levels below]
+    added = 0
+
+    def close(anchor: str | None, values: int, levels: int) -> None:
+        if anchor is not None:
+            sizes[anchor] = (values, levels)
+        if stack:
+            stack[-1][1] += values
+            stack[-1][2] = max(stack[-1][2], levels)
+
+    parser = _Loader(text)
+    try:
+        while (event := parser.get_event()) is not None:
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(stack) >= MAX_DEPTH:
+                    raise BenchmarkError(path, f"nested deeper than {MAX_DEPTH} levels", _line(event))
+                stack.append([event.anchor, 1, 0])
+            elif isinstance(event, yaml.CollectionEndEvent):
+                anchor, values, below = stack.pop()
+                close(anchor, values, below + 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                close(event.anchor, 1, 0)
+            elif isinstance(event, yaml.AliasEvent):
+                values, levels = sizes.get(str(event.anchor), (1, 0))  # an unknown alias: the composer says so
+                added += values
+                line = _line(event)
+                if added > MAX_ALIAS_NODES:
+                    raise BenchmarkError(path, f"the alias `*{event.anchor}` makes the aliases of the file repeat "
+                                               f"more than {MAX_ALIAS_NODES:,} values in all (an alias of a list "
+                                               "repeats each of its values): refused, as expanding them could "
+                                               "exhaust time and memory", line)
+                if len(stack) + levels > MAX_DEPTH:
+                    raise BenchmarkError(path, f"the alias `*{event.anchor}` nests the file deeper than "
+                                               f"{MAX_DEPTH} levels", line)
+                close(None, values, levels)
+    finally:
+        parser.dispose()
+
+
 def _parse_yaml(path: Path, text: str, problems: list[Problem]) -> tuple[Any, dict[Loc, int]]:
+    with contextlib.suppress(yaml.MarkedYAMLError):  # a syntax error: composing the file reports it, as usual
+        check_yaml_bounds(path, text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -461,6 +516,10 @@ def _compile_mocks(i: int, mocks: Any, locations: dict[Loc, int], problems: list
 def load(path: Path) -> Benchmark:
     """Load and validate one benchmark file, or raise :class:`BenchmarkError` with all its problems."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise BenchmarkError(path, f"the file has {size:,} bytes, more than the {MAX_FILE_BYTES:,} a benchmark "
+                                       "file may have: split it into several files")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BenchmarkError(path, f"cannot read the file: {exc}") from None

@@ -18,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.benchmark.loader import BenchmarkError, Loc, Problem
+from pytest_mcpeval.defaults import MAX_FILE_BYTES
 from pytest_mcpeval.text import closest, json_kind
 
 
@@ -150,10 +152,14 @@ def read_tools_file(path: Path, shown: str | None = None) -> list[dict[str, Any]
 
     ``FileNotFoundError`` and other ``OSError`` are left to the caller.
     """
-    text = path.read_text(encoding="utf-8")
     shown = shown or str(path)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise BenchmarkError(shown, f"the file has {size:,} bytes, more than the {MAX_FILE_BYTES:,} a tools file may "
+                                    "have")
+    text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text)
+        data = bounds.loads(text)  # strict JSON, at most MAX_DEPTH levels
     except ValueError as exc:
         line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)

@@ -24,11 +24,11 @@ reached raises :class:`~pytest_mcpeval.models.ModelCallError` as a model call do
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import Any
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.benchmark.schema import Claim
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
@@ -128,7 +128,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
         candidates.append(text[start:end + 1])
     for candidate in candidates:
         try:
-            data = json.loads(candidate)
+            data = bounds.loads(candidate)  # strict and bounded: a judge is a model like any other
         except ValueError:
             continue
         if isinstance(data, dict):

@@ -556,6 +556,49 @@ class _DeadlineStream(httpx.SyncByteStream):
         self._stream.close()
 
 
+_deep_checked = False
+
+
+def tolerate_deep_arguments() -> None:
+    """Make litellm hand over a tool call whose arguments nest deeper than ``json`` can parse, once per process.
+
+    litellm (1.110) parses every tool call's argument text to spot OpenAI's ``multi_tool_use.parallel``
+    pseudo-call (``handle_invalid_parallel_tool_calls``) and keeps the calls unchanged when the text is not JSON,
+    but catches only ``JSONDecodeError``: text nested past ``json``'s recursion limit (about 1,000 levels) raises
+    ``RecursionError``, and litellm then rejects the whole, well-formed chat completion as "Invalid response
+    object".  The model made a malformed call, which is a miss (``malformed_call``, see
+    :mod:`pytest_mcpeval.bounds`), not an error of the provider: so the function is wrapped to treat
+    ``RecursionError`` as it treats text that is not JSON, in its module and in those that imported it by name.
+    Another litellm without the function is left alone (its reply is then an error, as before)."""
+    global _deep_checked
+    if _deep_checked:
+        return
+    with _pool_lock:
+        if _deep_checked:
+            return
+        _deep_checked = True
+        try:
+            from litellm.litellm_core_utils.llm_response_utils import convert_dict_to_response as home
+
+            original = home.handle_invalid_parallel_tool_calls
+        except (ImportError, AttributeError):
+            return
+        if getattr(original, "_mcpeval_tolerant", False):
+            return
+
+        def handle(tool_calls: Any) -> Any:
+            try:
+                return original(tool_calls)
+            except RecursionError:
+                return tool_calls
+
+        handle._mcpeval_tolerant = True  # type: ignore[attr-defined]
+        setattr(home, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010 (mypy: not in the stubs)
+        for name, module in list(sys.modules.items()):
+            if name.startswith("litellm.") and getattr(module, "handle_invalid_parallel_tool_calls", None) is original:
+                setattr(module, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010
+
+
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
     """One chat completion with ``tools``; raises :class:`ModelCallError` once retries are spent."""
@@ -563,6 +606,7 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
 
     litellm.suppress_debug_info = True
     keep_alive_pool(litellm)
+    tolerate_deep_arguments()
     retries = int(model.params.get("num_retries", retries))
     # a copy: the caller's conversation is hashed into cache keys, and providers' adapters may edit messages
     kwargs: dict[str, Any] = {"model": model.target, "messages": copy.deepcopy(messages), "timeout": timeout,

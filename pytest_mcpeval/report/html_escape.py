@@ -19,6 +19,7 @@ import html
 import json
 from typing import Any
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.gate.significance import format_p
 from pytest_mcpeval.report.escape import truncate
 
@@ -41,7 +42,7 @@ def attr(value: object, limit: int = NAME) -> str:
 
 def script_json(value: Any) -> str:
     """``value`` as JSON that is safe inside ``<script type="application/json">`` (see the module doc)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_UNSAFE)
+    return bounds.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_UNSAFE)
 
 
 def compact(value: Any) -> str:

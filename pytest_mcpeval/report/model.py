@@ -5,12 +5,11 @@ Reports are data first: the JSON file is this dict, the terminal summary is a re
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from pytest_mcpeval import __version__
+from pytest_mcpeval import __version__, bounds
 from pytest_mcpeval.report.types import (
     REPORT_VERSION,
     CaseResult,
@@ -105,12 +104,13 @@ def write_json(report: Mapping[str, Any], path: Path) -> None:
     """Atomically: a reader never sees half a file, and a failed write leaves the previous file as it was.
 
     Text is written as UTF-8; a string that has no UTF-8 form (a lone surrogate from a model's reply, which
-    is legal JSON) makes the whole file fall back to ``\\u`` escapes, which read back to the same string."""
-    text = json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    is legal JSON) makes the whole file fall back to ``\\u`` escapes, which read back to the same string.  The
+    JSON is strict: a float JSON cannot hold is written as a string (:func:`pytest_mcpeval.bounds.dumps`)."""
+    text = bounds.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
-        data = (json.dumps(report, indent=2, ensure_ascii=True, sort_keys=False) + "\n").encode("ascii")
+        data = (bounds.dumps(report, indent=2, ensure_ascii=True, sort_keys=False) + "\n").encode("ascii")
     _replace(path, data)
 
 

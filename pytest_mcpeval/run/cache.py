@@ -34,7 +34,6 @@ Entries are UTF-8 JSON; an entry holding text that UTF-8 cannot encode (a lone s
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 import threading
@@ -44,6 +43,7 @@ from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr, ValidationError
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
 from pytest_mcpeval.text import canonical_json, plural
@@ -324,6 +324,6 @@ def bad_entry_lines(corrupted: list[tuple[str, str]]) -> list[str]:
 def _encode(data: Mapping[str, Any]) -> bytes:
     """The entry as UTF-8 JSON, or as ASCII JSON when some text has no UTF-8 form (a lone surrogate)."""
     try:
-        return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+        return (bounds.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+        return (bounds.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")

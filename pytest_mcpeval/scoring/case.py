@@ -20,12 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.report.escape import truncate
 from pytest_mcpeval.report.types import ArgumentCheck, CalledTool, ExpectedView, Mismatch, Score
 from pytest_mcpeval.scoring.matchers import Matcher
 from pytest_mcpeval.text import canonical_json
 
 NONE = "(none)"
+RAW_CAP = 1_000  # characters of a too-deep call's argument text the result keeps
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,14 @@ def parse_call(name: str, arguments: str, catalog: Catalog) -> CalledTool:
     tool = catalog.mcp_name(name)
     text = arguments.strip() or "{}"
     try:
-        args = json.loads(text)
+        args = bounds.loads(text)  # strict: NaN and Infinity are not JSON; bounded depth
+    except bounds.TooDeep as exc:  # the text is cut: nothing after this walks or shows it whole
+        return {"tool": tool, "args": None, "raw": truncate(arguments, RAW_CAP),
+                "malformed": f"arguments {exc}"}
     except json.JSONDecodeError as exc:
         return {"tool": tool, "args": None, "raw": arguments, "malformed": f"invalid JSON: {exc.msg}"}
+    except ValueError as exc:
+        return {"tool": tool, "args": None, "raw": arguments, "malformed": f"invalid JSON: {exc}"}
     if not isinstance(args, dict):
         return {"tool": tool, "args": None, "raw": arguments, "malformed": "arguments are not a JSON object"}
     return {"tool": tool, "args": args}

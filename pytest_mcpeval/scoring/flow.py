@@ -27,11 +27,11 @@ expected").  A call to a ``forbid`` tool fails the case in every mode.  Diagnose
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NotRequired
 
+from pytest_mcpeval import bounds
 from pytest_mcpeval.benchmark.schema import OrderMode
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.report.types import (
@@ -81,7 +81,7 @@ def _content(answer: Mapping[str, Any]) -> tuple[bool, Any]:
     if not isinstance(text, str):
         return False, None
     try:
-        return True, json.loads(text)
+        return True, bounds.loads(text)  # strict and bounded: a live server's text may be anything
     except ValueError:
         return False, None
 
