@@ -388,6 +388,10 @@ GEMINI_SCHEMA_FIELDS = frozenset({
     "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems", "properties",
     "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf",
     "propertyOrdering", "default", "items", "minimum", "maximum"})
+# the placeholders Google documents for a history whose signatures were lost (thought-signatures guide); litellm
+# sends the second one base64-encoded (get_dummy_thought_signature): accepted, as Gemini accepts them
+DUMMY_SIGNATURES = frozenset({"context_engineering_is_the_way_to_go", "skip_thought_signature_validator",
+                              "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="})
 GEMINI_TYPES = frozenset({"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"})
 
 
@@ -408,8 +412,9 @@ class GeminiFake(ProviderFake):
     ``functionResponse`` parts whose count differs from the calls of the model turn before it; a field in a
     function declaration's ``parameters`` outside the Schema object's (e.g. ``additionalProperties``,
     ``$schema``) or a type outside its enum; and a ``functionCall`` this fake sent with a ``thoughtSignature``
-    that comes back without it (as Gemini 3 refuses; the fake gives a signature with every reply that has
-    ``thinking``, on its first part, as Gemini does).
+    that comes back without one it issued for that call (as Gemini 3 refuses; Google's documented placeholder
+    signatures are accepted, as Gemini accepts them, so tests assert the signature sent, in ``requests``).  The
+    fake gives a signature with every reply that has ``thinking``, on its first function call, as Gemini does.
 
     Renders ``candidates[0].content.parts`` (``{"text", "thought": true, "thoughtSignature"}`` for thinking,
     ``text``, ``functionCall``), ``finishReason`` (``STOP`` or the reply's ``finish``), ``promptFeedback``
@@ -420,7 +425,7 @@ class GeminiFake(ProviderFake):
 
     def __init__(self, model: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__(model, host, port)
-        self._signatures: dict[str, str] = {}  # function call -> the thoughtSignature sent with it
+        self._signatures: dict[str, set[str]] = {}  # function call -> the thoughtSignatures sent with it
 
     @property
     def api_base(self) -> str:
@@ -483,7 +488,7 @@ class GeminiFake(ProviderFake):
                     if "functionCall" not in part:
                         continue
                     issued = self._signatures.get(self._call_key(part["functionCall"]))
-                    if issued and part.get("thoughtSignature") != issued:
+                    if issued and part.get("thoughtSignature") not in issued | DUMMY_SIGNATURES:
                         raise Refusal(400, "Function call is missing a thought_signature in functionCall parts. "
                                            "This is required for tools to work correctly, and missing "
                                            "thought_signature may lead to degraded model performance. Additional "
@@ -532,7 +537,7 @@ class GeminiFake(ProviderFake):
             target["thoughtSignature"] = sig
             if "functionCall" in target:
                 with self._lock:
-                    self._signatures[self._call_key(target["functionCall"])] = sig
+                    self._signatures.setdefault(self._call_key(target["functionCall"]), set()).add(sig)
         candidate = {"content": {"role": "model", "parts": parts}, "finishReason": reply.get("finish", "STOP"),
                      "index": 0}
         return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": self.model_name,
