@@ -321,7 +321,8 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
     if name == "UnsupportedParamsError":
         return Failure(False, _unsupported(model, _detail(exc, cap=False)))
     if name == "ContextWindowExceededError":
-        return Failure(False, f"the request does not fit the model's context window: {detail}")
+        said = _provider_error(exc)[1]
+        return Failure(False, f"the request does not fit the model's context window: {_cap(said or detail)}")
     if NO_PROVIDER in text:
         return Failure(False, f"litellm cannot tell the provider of {model.target!r}: write PROVIDER/MODEL "
                               "(e.g. openai/gpt-5, anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
@@ -374,6 +375,11 @@ def _provider_error(exc: Exception) -> tuple[str | None, str | None]:
 
     ``(None, None)`` when there is no such body (litellm's message is then shown as it is)."""
     body: Any = getattr(exc, "body", None)
+    if not isinstance(body, dict):  # the response litellm kept (its Azure errors carry no body)
+        try:
+            body = getattr(exc, "response", None).json()  # type: ignore[union-attr]
+        except Exception:
+            body = None
     if not isinstance(body, dict):
         text = _detail(exc, cap=False)
         start = text.find("{")
