@@ -84,6 +84,9 @@ def test_thought_signatures_go_back_with_their_calls(pytester: pytest.Pytester) 
         project(pytester, fake)
         script(fake)
         report = evaluate(pytester, "-k", "flow")
+        made = len(fake.requests)
+        replayed = evaluate(pytester, "-k", "flow")  # the signatures come from the cache: the same conversation
+        assert len(fake.requests) == made and replayed["cases"][0]["usage"]["cached"] is True
     assert fake.refusals == []
     flow = report["cases"][0]
     assert flow["error"] is None and flow["passed"] is True, flow
