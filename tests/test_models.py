@@ -191,7 +191,7 @@ def test_context_window_fails_at_once(model_server: ScriptedModelServer) -> None
 def test_errors_that_may_pass_are_retried(model_server: ScriptedModelServer, status: int, kind: str) -> None:
     model_server.script("*", {"status": status, "error": "busy"})
     message = failure(spec("openai/fake", model_server, name="fake"), retries=1)
-    assert message == f"model fake (openai/fake) after 2 attempts: {kind}: busy"
+    assert message == f"model fake (openai/fake) after 2 attempts: {kind} (HTTP {status}): busy"
     assert len(model_server.requests) == 2
 
 

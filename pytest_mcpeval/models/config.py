@@ -12,8 +12,9 @@ A name in ``--mcp-models`` is an alias or a litellm model string; the report use
 
 Every model is declared with :data:`DEFAULT_PARAMS` under the user's parameters.  A default is only a
 wish: the litellm path sends it only to models that accept it (``temperature: 0`` is not sent to gpt-5
-or the o-series, which only take 1), while a parameter the user gave is sent as given.  ``params`` keeps
-the declared set (defaults included): the response-cache key hashes it, and must not need litellm.
+or the o-series, which only take 1), nor where :data:`DEFAULT_WITHHELD` says the vendor asks for another
+value (:func:`withheld`: thinking is asked for, Gemini 3), while a parameter the user gave is sent as given.
+``params`` keeps the declared set (defaults included): the response-cache key hashes it, and must not need litellm.
 """
 
 from __future__ import annotations
@@ -26,6 +27,60 @@ from typing import Any
 from pytest_mcpeval.redact import mask_params
 
 DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0}
+
+# The user's parameters that ask the model to think before it answers (litellm's names; it maps them onto
+# each provider: Anthropic's and Bedrock's `thinking`, Gemini's thinkingConfig, OpenAI's reasoning, Ollama's
+# `think`), and the values of them that do not.
+THINKING_PARAMS: dict[str, tuple[Any, ...]] = {
+    "thinking": (None, False, {"type": "disabled"}),
+    "reasoning_effort": (None, "none", "disable"),
+    "reasoning": (None, False, {"effort": "none"}),
+    "think": (None, False),
+}
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """One rule of :data:`DEFAULT_WITHHELD`: a default not sent when ``model`` matches the litellm model
+    string (``None``: any) and, if ``thinking``, the user's parameters ask for thinking."""
+
+    default: str
+    reason: str  # shown in docs and error lines
+    source: str  # the vendor's words, where
+    model: re.Pattern[str] | None = None
+    thinking: bool = False
+
+
+# Where the vendor asks for another value than the plugin's default: the default is not sent (the provider's
+# own applies).  The user's own value is always sent as given.
+DEFAULT_WITHHELD: tuple[Withheld, ...] = (
+    Withheld("temperature", "thinking is enabled",
+             "Anthropic, Extended thinking: thinking is not compatible with temperature changes (400 "
+             "\"`temperature` may only be set to 1 when thinking is enabled\"); "
+             "docs.claude.com/en/docs/build-with-claude/extended-thinking; OpenAI's reasoning models take only 1; "
+             "Qwen3's model card: with thinking, do not use greedy decoding (endless repetitions)",
+             thinking=True),
+    Withheld("temperature", "Gemini 3 is tuned for its default temperature 1.0",
+             "Google, Gemini 3 developer guide: \"we strongly recommend keeping the temperature parameter at its "
+             "default value of 1.0 ... setting it to less than 1.0 may lead to unexpected behavior, looping, or "
+             "degraded performance\"; ai.google.dev/gemini-api/docs/gemini-3",
+             model=re.compile(r"(^|/)gemini-3")),
+)
+
+
+def asks_for_thinking(params: dict[str, Any]) -> bool:
+    """Whether ``params`` (the user's) enable thinking / reasoning (:data:`THINKING_PARAMS`)."""
+    return any(name in params and params[name] not in off for name, off in THINKING_PARAMS.items())
+
+
+def withheld(target: str, name: str, user: dict[str, Any]) -> Withheld | None:
+    """The rule that keeps the default ``name`` from being sent to ``target`` with ``user``'s parameters."""
+    for rule in DEFAULT_WITHHELD:
+        if rule.default != name or (rule.model is not None and not rule.model.search(target)):
+            continue
+        if not rule.thinking or asks_for_thinking(user):
+            return rule
+    return None
 SECRET_PARAM = re.compile(
     r"(^|_)(api_?key|key|token|secret|password|auth\w*|headers?|credentials?)($|_)", re.IGNORECASE
 )

@@ -13,7 +13,9 @@ when the provider gave none: :func:`_call_id`).
 
 Parameters (:func:`request_params`): the user's (``mcp_model_params``) are sent as given; each plugin
 default (``temperature: 0``) is sent only if litellm says the model accepts it, so gpt-5 and the
-o-series, which take no temperature but 1, are called without it.
+o-series, which take no temperature but 1, are called without it, and not where the vendor asks for another
+value (:data:`pytest_mcpeval.models.config.DEFAULT_WITHHELD`: with thinking asked for, for Gemini 3).  A 400
+that names a default which was sent says so, and how to set it.
 
 Retries are ours, not litellm's (its ``num_retries`` is forced to 0), and only for errors that may pass
 (:func:`classify`): rate limits (429), timeouts, connection errors (refused, reset, closed) and 5xx
@@ -53,7 +55,7 @@ import httpx  # litellm's HTTP client: imported with litellm anyway
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models import OFFLINE_ENV, ModelCallError
-from pytest_mcpeval.models.config import ModelSpec, without_secrets
+from pytest_mcpeval.models.config import ModelSpec, withheld, without_secrets
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.text import canonical_json
 
@@ -133,8 +135,13 @@ UNDECODABLE = re.compile(
     r"|response with no 'choices'|'choices' that is not a list|Invalid response object",
 )
 NO_PROVIDER = "LLM Provider NOT provided"
-# the id litellm gives a tool call the provider sent without one: str(uuid.uuid4())
-LITELLM_MADE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+# the ids litellm gives a tool call the provider sent without one: str(uuid.uuid4()) (Ollama, and others),
+# f"call_{uuid.uuid4()}", f"call_{uuid.uuid4().hex[:28]}" (Gemini), f"call_{uuid.uuid4().hex}" (Bedrock), ...
+LITELLM_MADE_ID = re.compile(
+    r"(call_)?([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}|[0-9a-f]{16,32})")
+# litellm appends a Gemini thought signature to the call's id (litellm_core_utils/prompt_templates/factory.py
+# THOUGHT_SIGNATURE_SEPARATOR) as well as putting it in the call's provider_specific_fields
+THOUGHT_SEPARATOR = "__thought__"
 # litellm's wrapping of a body it could not parse: "error - <the cause>, Received response - <APIResponse ...>"
 _LITELLM_DECODE = re.compile(r"^(?:error - )?(.*?)(?:, Received response - .*)?$")
 # the transport's own words for a connection that failed (httpx / httpcore / the OS), by class name
@@ -197,7 +204,8 @@ def request_params(model: ModelSpec) -> dict[str, Any]:
     if found is None:
         found = {
             k: v for k, v in model.params.items()
-            if k not in CONTROL_PARAMS and (k not in model.defaults or _accepted(model, k, v))
+            if k not in CONTROL_PARAMS and (k not in model.defaults or (
+                withheld(model.target, k, model.user_params) is None and _accepted(model, k, v)))
         }
         with _sent_lock:
             _sent[memo] = found
@@ -324,7 +332,8 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
     if name == "UnsupportedParamsError":
         return Failure(False, _unsupported(model, _detail(exc, cap=False)))
     if name == "ContextWindowExceededError":
-        return Failure(False, f"the request does not fit the model's context window: {detail}")
+        said = _provider_error(exc)[1]
+        return Failure(False, f"the request does not fit the model's context window: {_cap(said or detail)}")
     if NO_PROVIDER in text:
         return Failure(False, f"litellm cannot tell the provider of {model.target!r}: write PROVIDER/MODEL "
                               "(e.g. openai/gpt-5, anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
@@ -345,20 +354,72 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
     if status is None:
         retry = name in TRANSIENT
         return Failure(retry, f"{name}: {detail}")
+    kind, message = _provider_error(exc)
+    if message:
+        detail = _cap(message)
+    http = f"HTTP {status}" + (f" {kind}" if kind else "")
     if status == 429 or status == 408 or status >= 500:
-        return Failure(True, f"{name}: {detail}")
+        return Failure(True, f"{name} ({http}): {detail}")
     if status == 401:
         if _missing_keys(model):
             return Failure(False, _no_key(model, detail))
-        return Failure(False, f"authentication failed (HTTP 401): {detail}: check the API key "
+        return Failure(False, f"authentication failed ({http}): {detail}: check the API key "
                               "(the provider's key variable, or api_key in mcp_model_params)")
     if status == 403:
-        return Failure(False, f"permission denied (HTTP 403): {detail}: the key may not use this model")
+        return Failure(False, f"permission denied ({http}): {detail}: the key may not use this model")
     if status == 404:
         where = model.user_params.get("api_base")
         hint = f"the model name and api_base {where}" if where else "the model name"
-        return Failure(False, f"model or endpoint not found (HTTP 404): {detail}: check {hint}")
-    return Failure(False, f"bad request (HTTP {status}): {detail}")
+        return Failure(False, f"model or endpoint not found ({http}): {detail}: check {hint}")
+    return Failure(False, f"bad request ({http}): {detail}{_blamed_default(model, detail)}")
+
+
+def _provider_error(exc: Exception) -> tuple[str | None, str | None]:
+    """The provider's error type and message, from its error body: the openai SDK's parsed ``body`` (OpenAI,
+    Azure), else the JSON litellm quotes in its message (Anthropic, Gemini, Ollama, vLLM).  The shapes::
+
+        {"type": "error", "error": {"type": "invalid_request_error", "message": "..."}}   Anthropic
+        {"error": {"code": 400, "message": "...", "status": "INVALID_ARGUMENT"}}           Gemini
+        {"error": {"message": "...", "type": "...", "code": ...}}                          OpenAI, Azure
+        {"object": "error", "message": "...", "type": "BadRequestError", "code": 400}      vLLM
+        {"error": "..."}                                                                   Ollama
+
+    ``(None, None)`` when there is no such body (litellm's message is then shown as it is)."""
+    body: Any = getattr(exc, "body", None)
+    if not isinstance(body, dict):  # the response litellm kept (its Azure errors carry no body)
+        try:
+            body = getattr(exc, "response", None).json()  # type: ignore[union-attr]
+        except Exception:
+            body = None
+    if not isinstance(body, dict):
+        text = _detail(exc, cap=False)
+        start = text.find("{")
+        try:
+            body = json.JSONDecoder().raw_decode(text[start:])[0] if start >= 0 else None
+        except ValueError:
+            body = None
+    if not isinstance(body, dict):
+        return None, None
+    error = body.get("error", body)
+    if isinstance(error, str):
+        return None, error
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return None, None
+    kinds = (error.get("type"), error.get("status"), error.get("code"))
+    kind = next((str(k) for k in kinds if isinstance(k, str) and k and not k.isdigit()), None)
+    return kind, " ".join(str(error["message"]).split())
+
+
+def _blamed_default(model: ModelSpec, detail: str) -> str:
+    """What to add to a refusal that names a plugin default which was sent: that it was the default, and how to
+    set it (the user never wrote it)."""
+    sent = request_params(model)
+    named = [k for k in model.defaults if k in sent and re.search(rf"\b{re.escape(k)}\b", detail)]
+    if not named:
+        return ""
+    said = ", ".join(f"{k}={sent[k]!r}" for k in named)
+    return (f" (the plugin's default {said} was sent, not a value of yours: set "
+            f"{' and '.join(repr(k) for k in named)} in mcp_model_params to a value the model accepts)")
 
 
 # -- the call -------------------------------------------------------------------------------------
@@ -401,11 +462,37 @@ def backoff(attempt: int, rng: random.Random, retry_after: float | None = None) 
 
 
 def _call_id(call: Any) -> str:
-    """The provider's id of a tool call; ``""`` when it gave none.  litellm then makes up a random UUID, which
-    would change the next request of a flow (and its cache key) on every run: the flow engine gives such a call
-    a deterministic id instead."""
-    found = str(getattr(call, "id", None) or "")
+    """The provider's id of a tool call; ``""`` when it gave none.  litellm then makes one up (a random UUID, or
+    ``call_<random hex>`` for Gemini, with the call's thought signature appended), which would change the next
+    request of a flow (and its cache key) on every run: the flow engine gives such a call a deterministic id
+    instead (the signature goes back in :func:`_call_fields`)."""
+    found = str(getattr(call, "id", None) or "").split(THOUGHT_SEPARATOR, 1)[0]
     return "" if LITELLM_MADE_ID.fullmatch(found) else found
+
+
+def _call_fields(call: Any) -> dict[str, Any]:
+    """What litellm keeps of a tool call beyond the OpenAI format and needs back on later turns, unchanged: a
+    Gemini call's ``thought_signature`` (Google: it must be returned with the call, or Gemini 3 refuses the
+    request; ai.google.dev/gemini-api/docs/thought-signatures)."""
+    fields = getattr(call, "provider_specific_fields", None)
+    fields = dict(fields) if isinstance(fields, dict) else {}
+    found = str(getattr(call, "id", None) or "")
+    if THOUGHT_SEPARATOR in found and not fields.get("thought_signature"):
+        fields["thought_signature"] = found.split(THOUGHT_SEPARATOR, 1)[1]
+    return json.loads(json.dumps(fields, default=str)) if fields.get("thought_signature") else {}
+
+
+def _thinking_blocks(message: Any) -> list[dict[str, Any]] | None:
+    """The reply's signed thinking blocks (Anthropic's ``thinking`` with its ``signature``, ``redacted_thinking``
+    with its ``data``), as litellm gives them: a flow sends them back unchanged with the assistant turn (Anthropic
+    refuses a tool-use turn without them when thinking is on).  Blocks without a signature (Gemini's thought
+    summaries) are not needed back and are left out."""
+    blocks = getattr(message, "thinking_blocks", None)
+    if not isinstance(blocks, list):
+        return None
+    kept = [json.loads(json.dumps(dict(b), default=str)) for b in blocks
+            if isinstance(b, dict) and (b.get("signature") or b.get("data"))]
+    return kept or None
 
 
 _pool_lock = threading.Lock()
@@ -638,7 +725,8 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
         raise ModelCallError(f"model {model.name} ({model.target}): the response has {what}: the provider "
                              "returned an empty completion (nothing to score)")
     calls = [
-        RawCall(name=str(call.function.name or ""), arguments=call.function.arguments or "", id=_call_id(call))
+        RawCall(name=str(call.function.name or ""), arguments=call.function.arguments or "", id=_call_id(call),
+                fields=_call_fields(call))
         for call in (getattr(message_obj, "tool_calls", None) or [])
     ]
     usage_obj = getattr(response, "usage", None)
@@ -650,4 +738,5 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     raw_cost = hidden.get("response_cost")
     cost = float(raw_cost) if isinstance(raw_cost, int | float) else None
     return ModelReply(calls=calls, content=message_obj.content, usage=usage, latency_s=latency,
-                      cost_usd=cost, attempts=attempt, params_sent=params_sent(model))
+                      cost_usd=cost, attempts=attempt, params_sent=params_sent(model),
+                      thinking_blocks=_thinking_blocks(message_obj))

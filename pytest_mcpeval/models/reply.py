@@ -10,6 +10,11 @@ kept): a flow sends it back with the call's answer, and the next request's cache
 replayed flow sends the same conversation.  The flow engine gives a call without an id the deterministic
 ``call_{turn}_{index}`` (:func:`pytest_mcpeval.run.flow.call_id`).
 
+What a provider needs back unchanged on a flow's later turns is kept too, in the entry as well (so a replayed
+flow sends the same conversation): the reply's signed ``thinking_blocks`` (Anthropic's extended thinking) and a
+call's ``fields`` (a Gemini call's ``thought_signature``).  Both are left out of an entry that has none, so
+entries without them read and write as before.
+
 A reply from litellm also keeps ``params_sent`` (what the report shows of the parameters the call was made
 with): the cache entry carries it beside the reply, so a replay needs no litellm to report it.
 """
@@ -29,6 +34,8 @@ class RawCall:
     name: str
     arguments: str
     id: str = field(default="", compare=False)  # "" when the provider gave none; not part of what the call is
+    # what the provider needs back with the call on later turns ({"thought_signature": ...} for Gemini)
+    fields: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -47,6 +54,8 @@ class ModelReply:
     # what the call sent besides the request (litellm_client.params_sent), kept in the cache entry so that a
     # replay reports it without importing litellm; None for a retriever and in entries written before it was kept
     params_sent: dict[str, Any] | None = None
+    # the signed thinking blocks of the reply, sent back unchanged with the assistant turn of a flow
+    thinking_blocks: list[dict[str, Any]] | None = None
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
@@ -54,6 +63,10 @@ class ModelReply:
         for call in data["calls"]:
             if not call["id"]:
                 del call["id"]
+            if not call["fields"]:
+                del call["fields"]
+        if not data["thinking_blocks"]:
+            del data["thinking_blocks"]
         if self.content is not None and len(self.content) > CACHE_CONTENT_CAP:
             data["content"] = self.content[:CACHE_CONTENT_CAP]
             data["content_truncated"] = self.content_truncated or len(self.content)
@@ -64,7 +77,9 @@ class ModelReply:
 
     @classmethod
     def from_entry(cls, data: dict[str, Any]) -> ModelReply:
-        calls = [RawCall(str(c["name"]), str(c["arguments"]), str(c.get("id") or "")) for c in data.get("calls", [])]
+        calls = [RawCall(str(c["name"]), str(c["arguments"]), str(c.get("id") or ""), dict(c.get("fields") or {}))
+                 for c in data.get("calls", [])]
+        blocks = data.get("thinking_blocks")
         ranking = data.get("ranking")
         return cls(
             calls=calls,
@@ -77,4 +92,5 @@ class ModelReply:
             ranking=[(str(n), float(s)) for n, s in ranking] if ranking is not None else None,
             top_k=int(data.get("top_k") or 10),
             content_truncated=int(data["content_truncated"]) if data.get("content_truncated") else None,
+            thinking_blocks=[dict(b) for b in blocks] if isinstance(blocks, list) and blocks else None,
         )

@@ -159,15 +159,22 @@ def _converse(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, tra
 
 
 def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
-    """The model's turn as the next request sends it back: its text and its calls as it made them."""
-    return {
+    """The model's turn as the next request sends it back: its text and its calls as it made them, with what the
+    provider needs back unchanged (litellm's names: the reply's signed ``thinking_blocks``, which Anthropic
+    requires at the start of a tool-use turn when thinking is on, and a call's ``provider_specific_fields``,
+    where a Gemini call's ``thought_signature`` rides)."""
+    message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.content,
         "tool_calls": [
-            {"id": call["id"], "type": "function", "function": {"name": raw.name, "arguments": raw.arguments}}
+            {"id": call["id"], "type": "function", "function": {"name": raw.name, "arguments": raw.arguments},
+             **({"provider_specific_fields": dict(raw.fields)} if raw.fields else {})}
             for raw, call in zip(reply.calls, calls, strict=True)
         ],
     }
+    if reply.thinking_blocks:
+        message["thinking_blocks"] = [dict(block) for block in reply.thinking_blocks]
+    return message
 
 
 # -- answers ----------------------------------------------------------------------------------------------

@@ -117,9 +117,11 @@ def fault_entry(pytester: pytest.Pytester) -> dict[str, Any]:
 
 INFRASTRUCTURE = {
     # fault id: (reply, the error after "model fake (openai/fake)", requests for the case, --mcp-timeout)
-    "429": ({"status": 429, "error": "slow down"}, " after 2 attempts: RateLimitError: slow down", 2, 2.0),
-    "500": ({"status": 500, "error": "overloaded"}, " after 2 attempts: InternalServerError: overloaded", 2, 2.0),
-    "503": ({"status": 503, "error": "overloaded"}, " after 2 attempts: ServiceUnavailableError: overloaded", 2, 2.0),
+    "429": ({"status": 429, "error": "slow down"}, " after 2 attempts: RateLimitError (HTTP 429): slow down", 2, 2.0),
+    "500": ({"status": 500, "error": "overloaded"},
+            " after 2 attempts: InternalServerError (HTTP 500): overloaded", 2, 2.0),
+    "503": ({"status": 503, "error": "overloaded"},
+            " after 2 attempts: ServiceUnavailableError (HTTP 503): overloaded", 2, 2.0),
     "reset": ({"reset": True}, " after 2 attempts: connection error: [[]Errno 104] Connection reset by peer "
                                "(api_base http://127.0.0.1:*/v1)", 2, 2.0),
     "hang": ({"hang": True}, " after 2 attempts: Timeout: no answer within 0.5 s (--mcp-timeout)", 2, 0.5),
@@ -165,7 +167,7 @@ def test_rate_limit_retry_after_is_capped(project: pytest.Pytester, model_server
     monkeypatch.setattr(litellm_client, "RETRY_AFTER_CAP", 0.3)
     model_server.script(FAULT, {"status": 429, "error": "slow down", "headers": {"Retry-After": "3600"}})
     outcome = evaluate(project)
-    assert_error(outcome, PREFIX + " after 2 attempts: RateLimitError: slow down")
+    assert_error(outcome, PREFIX + " after 2 attempts: RateLimitError (HTTP 429): slow down")
     assert asked(model_server) == 2
     assert outcome.elapsed < 0.3 + OVERHEAD
 
