@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,4 +19,5 @@ RESULT_KEY = pytest.StashKey["list[CaseResult]"]()  # one result per repeat
 LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the report
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
 CORRUPTED_KEY = pytest.StashKey[list[str]]()  # cache entries that could not be read
+BUDGET_DIR_KEY = pytest.StashKey[Path]()  # --mcp-max-cost: the run's spend files (run.budget)
 UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)
