@@ -2,7 +2,7 @@
 
 One wording for all three, so "cost unknown" means the same everywhere: a paid call without a price (a model
 missing from litellm's cost map) makes the total unknown, never free; the priced part is shown beside it as a
-lower bound (``priced_cost_usd``, docs/report.md#usage).
+lower bound (``priced_cost_usd``, docs/report.md#modelsmodel).
 """
 
 from __future__ import annotations

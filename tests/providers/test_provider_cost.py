@@ -287,3 +287,21 @@ def test_max_cost_must_be_a_positive_amount(pytester: pytest.Pytester, value: st
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--mcp-max-cost*positive amount of US dollars*" if value != "lots"
                                  else "*--mcp-max-cost*'lots' is not an amount of US dollars*"])
+
+
+# -- docs/cost.md's worked example is what the script computes ---------------------------------------------------
+
+
+def test_docs_cost_shows_the_worked_example_the_script_computes() -> None:
+    import importlib.util
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("github_caching", repo / "examples" / "github" / "caching.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = module.table()
+    assert table in (repo / "docs" / "cost.md").read_text(), table
+    _, rows = module.worked_example()
+    sonnet = next(r for r in rows if r.model == "claude-sonnet-4-5")
+    assert sonnet.cache_write == sonnet.input_tokens // 1000 - 60 and sonnet.cached_usd < sonnet.plain_usd / 5
