@@ -292,16 +292,33 @@ def test_max_cost_must_be_a_positive_amount(pytester: pytest.Pytester, value: st
 # -- docs/cost.md's worked example is what the script computes ---------------------------------------------------
 
 
-def test_docs_cost_shows_the_worked_example_the_script_computes() -> None:
+def test_docs_cost_shows_the_worked_example_the_script_computes(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
+    import sys
 
     repo = Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location("github_caching", repo / "examples" / "github" / "caching.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks its module up there
     spec.loader.exec_module(module)
     table = module.table()
     assert table in (repo / "docs" / "cost.md").read_text(), table
     _, rows = module.worked_example()
     sonnet = next(r for r in rows if r.model == "claude-sonnet-4-5")
     assert sonnet.cache_write == sonnet.input_tokens // 1000 - 60 and sonnet.cached_usd < sonnet.plain_usd / 5
+
+
+def test_the_anthropic_fake_refuses_a_fifth_breakpoint_as_anthropic_does() -> None:
+    import httpx
+
+    marked = {"type": "ephemeral"}
+    tools = [{"name": f"t{i}", "input_schema": {"type": "object"}, "cache_control": marked} for i in range(5)]
+    with AnthropicFake() as fake:
+        headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+        answer = httpx.post(f"{fake.base_url}/v1/messages", headers=headers,
+                            json={"model": fake.model_name, "max_tokens": 64, "tools": tools,
+                                  "messages": [{"role": "user", "content": "hi"}]})
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {"type": "invalid_request_error", "message": (
+        "A maximum of 4 blocks with cache_control may be provided. Found 5.")}
