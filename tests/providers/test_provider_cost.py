@@ -238,22 +238,25 @@ def _entries(pytester: pytest.Pytester) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in Path(pytester.path, ".mcpeval", "cache").rglob("*.json")]
 
 
-def test_max_cost_stops_new_calls_at_the_cap(pytester: pytest.Pytester, xdist_args: list[str]) -> None:
+@pytest.mark.parametrize("workers_args", [[], ["-n", "2"], ["--mcp-processes=1"]], ids=["no-xdist", "n2", "processes"])
+def test_max_cost_stops_new_calls_at_the_cap(pytester: pytest.Pytester, workers_args: list[str]) -> None:
     """gpt-4.1-mini (priced in litellm's map) through the OpenAI fake: one call costs about $0.012 with the
     117 tools; a cap of $0.02 lets two calls through (three with -n 2: one per worker may be in flight when it
     is reached), the other cases are errors, the gate fails, the cache holds every answer paid for, and the
-    next run replays them for free and makes the next calls (checked without xdist: the same code path)."""
+    next run replays them for free and makes the next calls (checked in one process: the same code path).
+    With ``--mcp-processes`` the calls are made in a worker process, and counted by the pytest process that
+    asked for them."""
     with OpenAIFake() as fake:
         project(pytester, fake, n=6, extra="mcp_concurrency = m = 1\n")
         fake.call("*", "get_me")
-        result, report = evaluate(pytester, "--mcp-max-cost=0.02", *xdist_args)
+        result, report = evaluate(pytester, "--mcp-max-cost=0.02", *workers_args)
         answered = [c for c in report["cases"] if c["error"] is None]
         refused = [c for c in report["cases"] if c["error"] is not None]
         assert result.ret == 1
         assert len(answered) == len(posts(fake))
         spent = sum(c["usage"]["cost_usd"] for c in answered)
         one = max(c["usage"]["cost_usd"] for c in answered)
-        workers = 2 if xdist_args else 1
+        workers = 2 if "-n" in workers_args else 1
         assert spent >= 0.02 and spent - 0.02 < one * workers, (spent, one)  # stopped within the calls in flight
         assert len(refused) == 6 - len(answered) and refused
         assert all("budget reached: $" in c["error"] and "of $0.02 spent (--mcp-max-cost=0.02)" in c["error"]
@@ -263,11 +266,11 @@ def test_max_cost_stops_new_calls_at_the_cap(pytester: pytest.Pytester, xdist_ar
                 in " ".join(report["gate"]["failures"]))
         assert sorted(e["case"] for e in _entries(pytester)) == sorted(
             f"cases.mcpeval.yaml::{c['id']}[m]" for c in answered)
-        if xdist_args:
+        if workers_args:
             return
         calls_before = len(posts(fake))
         # the next run replays what was paid for (free: replays never count) and goes on from there
-        _, report = evaluate(pytester, "--mcp-max-cost=0.02", *xdist_args)
+        _, report = evaluate(pytester, "--mcp-max-cost=0.02", *workers_args)
         new_calls = len(posts(fake)) - calls_before
     cases = {c["id"]: c for c in report["cases"]}
     assert all(cases[c["id"]]["usage"]["cached"] and cases[c["id"]]["error"] is None for c in answered)
