@@ -12,6 +12,7 @@ DEFAULT_CONNECT_TIMEOUT = 60.0  # seconds to start an MCP server and list its to
 DEFAULT_DROP_LEVEL = 0.05  # significance level of the drop test
 DEFAULT_DROP_MARGIN = 0.02  # classifies drops and improvements when --mcp-fail-on-drop is not given
 DROP_CORRECTIONS = ("none", "holm")  # --mcp-drop-correction; the first is the default
+PROMPT_CACHE_MODES = ("auto", "off")  # --mcp-prompt-cache / ini mcp_prompt_cache; the first is the default
 DEFAULT_RESAMPLES = 10_000  # bootstrap resamples and Monte-Carlo swap patterns of the drop test
 DEFAULT_MAX_TURNS = 8  # model calls a flow may make
 DEFAULT_CLAIMS_THRESHOLD = 0.75  # coverage a flow with claims needs to pass (MCP-Atlas)

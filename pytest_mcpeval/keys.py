@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,4 +20,5 @@ LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the 
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
 # cache entries that did not validate: (what became of them: run.cache.CALLED_AGAIN ..., "path: what is wrong")
 CORRUPTED_KEY = pytest.StashKey[list[tuple[str, str]]]()
+BUDGET_DIR_KEY = pytest.StashKey[Path]()  # --mcp-max-cost: the run's spend files (run.budget)
 UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)

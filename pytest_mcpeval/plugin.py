@@ -20,8 +20,10 @@ from pytest_mcpeval.defaults import (
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     DROP_CORRECTIONS,
+    PROMPT_CACHE_MODES,
 )
 from pytest_mcpeval.keys import (
+    BUDGET_DIR_KEY,
     CASE_KEY,
     CORRUPTED_KEY,
     LINT_KEY,
@@ -40,10 +42,12 @@ from pytest_mcpeval.settings import (
     non_negative_int,
     positive_int,
     processes,
+    prompt_cache_mode,
     recall_at,
     record_mode,
     seconds,
     unit_interval,
+    usd,
 )
 
 
@@ -152,6 +156,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail the session when a server's tool catalog costs more than N tokens per request",
     )
     group.addoption(
+        "--mcp-max-cost", dest="mcp_max_cost", metavar="USD", type=usd, default=None,
+        help="stop making model calls once the run has spent USD dollars (litellm's prices, across xdist and "
+        "--mcp-processes workers); the cases not run are errors and the gate fails; replays cost nothing",
+    )
+    group.addoption(
+        "--mcp-prompt-cache", dest="mcp_prompt_cache", metavar="MODE", type=prompt_cache_mode, default=None,
+        help=f"{' or '.join(PROMPT_CACHE_MODES)}: mark the tool catalog and system prompt as a cacheable prefix for "
+        "providers that cache only where asked (Anthropic cache_control; default auto; ini mcp_prompt_cache)",
+    )
+    group.addoption(
         "--mcp-lint", dest="mcp_lint", action="store_true", default=False,
         help="add a `lint` item per benchmark file: expected calls against the server's schemas, and the tools "
         "whose names and descriptions read alike (no model needed)",
@@ -203,6 +217,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("mcp_record", default="", help="default for --mcp-record")
     parser.addini("mcp_judge_model", default="", help="default for --mcp-judge-model")
     parser.addini("mcp_cache_dir", default="", help="default for --mcp-cache-dir (relative to the rootdir)")
+    parser.addini("mcp_prompt_cache", default="", help="default for --mcp-prompt-cache (auto or off)")
     parser.addini("mcp_html", default="", help="default for --mcp-html (relative to the rootdir)")
     parser.addini("mcp_models", type="linelist", default=[],
                   help="models to evaluate when --mcp-models is not given")
@@ -238,6 +253,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    if config.stash[SETTINGS_KEY].max_cost is not None:  # one ledger of spend for the whole run (run.budget)
+        from pytest_mcpeval.run.budget import WORKERINPUT_KEY as BUDGET_INPUT
+        from pytest_mcpeval.run.budget import make_ledger
+
+        workerinput = getattr(config, "workerinput", None)
+        config.stash[BUDGET_DIR_KEY] = Path(workerinput[BUDGET_INPUT]) if workerinput else make_ledger()
     if config.stash[SETTINGS_KEY].processes:  # --mcp-processes=N: litellm imports in the workers while pytest collects
         from pytest_mcpeval.run.dispatch import start_chosen_processes
 
@@ -279,6 +300,10 @@ def pytest_configure_node(node: Any) -> None:
     config = node.config
     node.workerinput[WORKERINPUT_KEY] = distribution(config, config.stash.get(DIST_CHOSEN_KEY, True))
     prepare_node(config, node)
+    if BUDGET_DIR_KEY in config.stash:  # --mcp-max-cost: every worker adds its spend to the same ledger
+        from pytest_mcpeval.run.budget import WORKERINPUT_KEY as BUDGET_INPUT
+
+        node.workerinput[BUDGET_INPUT] = str(config.stash[BUDGET_DIR_KEY])
 
 
 @pytest.hookimpl(tryfirst=True)  # on a worker, before xdist tells the controller the collection is finished
@@ -340,6 +365,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     identities = sys.modules.get("pytest_mcpeval.run.identities")
     if identities is not None:
         identities.clean_up(config)
+    if BUDGET_DIR_KEY in config.stash and not hasattr(config, "workerinput"):
+        from pytest_mcpeval.run.budget import remove_ledger
+
+        remove_ledger(config.stash[BUDGET_DIR_KEY])
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -462,7 +491,12 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     files = {item.path for item in request.session.items if _runs_a_model(item)}
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
-    dispatcher = Dispatcher(dispatch, cache, call_processes(config))
+    budget = None
+    if settings.max_cost is not None:
+        from pytest_mcpeval.run.budget import Budget
+
+        budget = Budget(settings.max_cost, config.stash[BUDGET_DIR_KEY])
+    dispatcher = Dispatcher(dispatch, cache, call_processes(config), budget)
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime

@@ -133,7 +133,7 @@ class EvalSession:
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
                 and settings.html_path is None and not settings.thresholds and not self.lint):
             return
-        from pytest_mcpeval.gate.thresholds import catalog_failures, check_names, evaluate
+        from pytest_mcpeval.gate.thresholds import budget_failures, catalog_failures, check_names, evaluate
         from pytest_mcpeval.report.model import build_report, lint_section
 
         results = self.results + missing
@@ -154,6 +154,9 @@ class EvalSession:
             failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
                         for t in settings.thresholds if t.source.startswith("--") and not results]
         failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
+        over_budget, unpriced = budget_failures(report["cases"], report["models"], settings.max_cost)
+        failures += over_budget
+        self.notes += unpriced
         failures += self.completeness_failures(report["cases"], stopped, self.collect_errors)
         report["gate"] = {
             "passed": False,

@@ -23,6 +23,7 @@ from pytest_mcpeval.defaults import (
     DEFAULT_DROP_LEVEL,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
+    PROMPT_CACHE_MODES,
 )
 from pytest_mcpeval.gate.thresholds import Threshold, ThresholdError, parse_threshold
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
@@ -85,6 +86,24 @@ def seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
+
+
+def usd(text: str) -> float:
+    """argparse type: a positive amount of US dollars (``--mcp-max-cost``)."""
+    try:
+        value = float(text.strip().lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of US dollars (e.g. 2.50)") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive amount of US dollars")
+    return value
+
+
+def prompt_cache_mode(text: str) -> str:
+    """argparse type: one of :data:`~pytest_mcpeval.defaults.PROMPT_CACHE_MODES`."""
+    if text.strip().lower() not in PROMPT_CACHE_MODES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(PROMPT_CACHE_MODES)}")
+    return text.strip().lower()
 
 
 def record_mode(text: str) -> str:
@@ -170,6 +189,8 @@ class Settings:
     claims_threshold: float = DEFAULT_CLAIMS_THRESHOLD
     redactor: Redactor = field(default_factory=Redactor)  # masks this run's secrets in what it writes
     processes: int | None = None  # --mcp-processes: worker processes for litellm calls (None: auto)
+    max_cost: float | None = None  # --mcp-max-cost: USD the run's model calls may spend (run.budget)
+    prompt_cache: str = PROMPT_CACHE_MODES[0]  # --mcp-prompt-cache / ini mcp_prompt_cache (models.cost)
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -246,6 +267,12 @@ class Settings:
         if judge is not None and registry.resolve(judge).target.startswith("local/"):
             raise pytest.UsageError(f"--mcp-judge-model={judge}: a local/... model is a tool retriever and cannot "
                                     "judge claims; name a chat model (a litellm model string or an alias)")
+        prompt_cache = getattr(opt, "mcp_prompt_cache", None) or config.getini("mcp_prompt_cache").strip() or "auto"
+        try:
+            prompt_cache = prompt_cache_mode(prompt_cache)
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"ini key mcp_prompt_cache: {exc}") from None
+        registry.prompt_cache = prompt_cache != "off"
         cache_dir = Path(opt.mcp_cache_dir or config.getini("mcp_cache_dir") or ".mcpeval/cache")
         if not cache_dir.is_absolute():
             base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
@@ -266,7 +293,8 @@ class Settings:
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
                                      else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=use_redactor(Redactor.for_run(registry.params.values())),
-                   processes=getattr(opt, "mcp_processes", None))
+                   processes=getattr(opt, "mcp_processes", None), max_cost=getattr(opt, "mcp_max_cost", None),
+                   prompt_cache=prompt_cache)
 
 
 def unwritable(path: Path | None) -> str | None:

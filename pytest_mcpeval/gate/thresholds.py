@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pytest_mcpeval.report.types import CatalogInfo, ModelMetrics
+from pytest_mcpeval.report.types import CaseResult, CatalogInfo, ModelMetrics
 from pytest_mcpeval.scoring.registry import METRICS, NAMES, TOOL_METRICS
 from pytest_mcpeval.text import did_you_mean
 
@@ -131,6 +131,22 @@ def catalog_failures(catalogs: Mapping[str, CatalogInfo], max_tokens: int | None
             out.append(f"catalog of {info['server']} costs {info['tokens']} tokens per request, above "
                        f"--mcp-max-catalog-tokens={max_tokens} (heaviest: {names})")
     return out
+
+
+def budget_failures(cases: Iterable[CaseResult], models: Mapping[str, ModelMetrics], max_cost: float | None
+                    ) -> tuple[list[str], list[str]]:
+    """``--mcp-max-cost``: the gate's failure when the cap refused calls (their cases did not run), and the
+    notes for models whose calls had no price (the cap could not count them)."""
+    if max_cost is None:
+        return [], []
+    refused = sum(1 for c in cases if "budget reached: " in str(c.get("error") or ""))
+    failures = [f"--mcp-max-cost={max_cost:g}: budget reached, {refused} case{'s' if refused != 1 else ''} not "
+                "run (errors); the answers paid for are in the cache"] if refused else []
+    notes = [f"--mcp-max-cost={max_cost:g} does not cover {name}: {m['usage']['unpriced_calls']} of its calls have "
+             "no price in litellm's cost map (set input_cost_per_token / output_cost_per_token in "
+             "mcp_model_params to count them)"
+             for name, m in sorted(models.items()) if (m.get("usage") or {}).get("unpriced_calls")]
+    return failures, notes
 
 
 def evaluate(thresholds: Iterable[Threshold], models: Mapping[str, ModelMetrics]) -> list[str]:

@@ -106,6 +106,9 @@ class ModelSpec:
     target: str  # the litellm model string
     params: dict[str, Any] = field(default_factory=dict)  # declared: defaults, then the user's (they win)
     defaults: frozenset[str] = frozenset()  # names in ``params`` that are plugin defaults, not user-given
+    # --mcp-prompt-cache: mark the prompt-cache breakpoints providers such as Anthropic need (models.cost); how
+    # the request is sent, not what it asks, so not part of the cache key
+    prompt_cache: bool = True
 
     @property
     def user_params(self) -> dict[str, Any]:
@@ -156,6 +159,7 @@ def _pairs(lines: list[str], key: str) -> list[tuple[str, str]]:
 class ModelRegistry:
     aliases: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prompt_cache: bool = True  # --mcp-prompt-cache, given to every model resolved
 
     @classmethod
     def from_ini(cls, alias_lines: list[str], param_lines: list[str]) -> ModelRegistry:
@@ -179,4 +183,4 @@ class ModelRegistry:
         user = {**self.params.get(target, {}), **self.params.get(name, {})}
         params = {**DEFAULT_PARAMS, **user}
         defaults = frozenset(k for k in DEFAULT_PARAMS if k not in user)
-        return ModelSpec(name=name, target=target, params=params, defaults=defaults)
+        return ModelSpec(name=name, target=target, params=params, defaults=defaults, prompt_cache=self.prompt_cache)

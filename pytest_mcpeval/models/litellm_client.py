@@ -56,6 +56,7 @@ import httpx  # litellm's HTTP client: imported with litellm anyway
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models import OFFLINE_ENV, ModelCallError
 from pytest_mcpeval.models.config import ModelSpec, withheld, without_secrets
+from pytest_mcpeval.models.cost import read_usage, response_cost, with_cache_breakpoints
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.text import canonical_json
 
@@ -696,7 +697,9 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     tolerate_deep_arguments()
     retries = int(model.params.get("num_retries", retries))
     # a copy: the caller's conversation is hashed into cache keys, and providers' adapters may edit messages
-    kwargs: dict[str, Any] = {"model": model.target, "messages": copy.deepcopy(messages), "timeout": timeout,
+    # (Anthropic: cache_control breakpoints on the catalog and system prompt, unless --mcp-prompt-cache=off)
+    messages, tools = with_cache_breakpoints(model, copy.deepcopy(messages), tools)
+    kwargs: dict[str, Any] = {"model": model.target, "messages": messages, "timeout": timeout,
                               **request_params(model), "num_retries": 0}
     if tools:
         kwargs["tools"] = tools
@@ -729,14 +732,7 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
                 fields=_call_fields(call))
         for call in (getattr(message_obj, "tool_calls", None) or [])
     ]
-    usage_obj = getattr(response, "usage", None)
-    usage = {
-        key: int(getattr(usage_obj, key, 0) or 0) for key in ("prompt_tokens", "completion_tokens")
-    } if usage_obj is not None else {}
-    # litellm prices every response from its (offline) cost map already; None when the model is not in it
     hidden = getattr(response, "_hidden_params", None) or {}
-    raw_cost = hidden.get("response_cost")
-    cost = float(raw_cost) if isinstance(raw_cost, int | float) else None
-    return ModelReply(calls=calls, content=message_obj.content, usage=usage, latency_s=latency,
-                      cost_usd=cost, attempts=attempt, params_sent=params_sent(model),
-                      thinking_blocks=_thinking_blocks(message_obj))
+    return ModelReply(calls=calls, content=message_obj.content, usage=read_usage(getattr(response, "usage", None)),
+                      latency_s=latency, cost_usd=response_cost(model, hidden.get("response_cost")),
+                      attempts=attempt, params_sent=params_sent(model), thinking_blocks=_thinking_blocks(message_obj))

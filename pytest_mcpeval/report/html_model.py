@@ -14,6 +14,7 @@ from pytest_mcpeval.report.html_cases import flow_transcripts
 from pytest_mcpeval.report.html_data import Estimate, argument_problems, headline, label_order, recall_curve
 from pytest_mcpeval.report.html_escape import attr, num, p_value, pct, sort_value, text
 from pytest_mcpeval.report.types import CaseResult, MetricChangeView, ModelMetrics
+from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.text import plural
 
 LIST = 200  # items of a long list shown (flipped cases, keys only in one run)
@@ -85,12 +86,11 @@ def _usage(metrics: ModelMetrics) -> str:
     usage = metrics.get("usage")
     if not usage or not usage["calls"]:
         return ""
-    cost = "cost unknown" if usage["cost_usd"] is None else f"${usage['cost_usd']:.4f}"
     latency = usage["latency_s"]
     p50 = "—" if latency["p50"] is None else f"{latency['p50']:.2f} s"
     p95 = "—" if latency["p95"] is None else f"{latency['p95']:.2f} s"
-    return (f"<p class=muted>{usage['calls']} calls ({usage['cached']} replayed), {usage['prompt_tokens']:,} + "
-            f"{usage['completion_tokens']:,} tokens, {cost}, latency p50 {p50}, p95 {p95}</p>")
+    return (f"<p class=muted>{usage['calls']} calls ({usage['cached']} replayed), {tokens_text(usage)}, "
+            f"{cost_text(usage)}, latency p50 {p50}, p95 {p95}</p>")
 
 
 def _level(count: int, top: int) -> int:

@@ -18,6 +18,7 @@ from pytest_mcpeval.gate.compare import Comparison, MetricChange, changed_tools,
 from pytest_mcpeval.gate.significance import format_p
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
 from pytest_mcpeval.report.types import Report
+from pytest_mcpeval.report.usage import cost_text
 from pytest_mcpeval.text import plural
 
 __all__ = ["code", "comparison_markdown", "summary"]
@@ -55,6 +56,15 @@ def summary(report: Report) -> str:
             exact = _pct(args.get("exact_match_rate")) if args.get("applicable", True) else "n/a"
             lines.append(f"| {code(name, table=True)} | {m['scored']} | {m['errors']} | {_pct(m['accuracy'])} "
                          f"| {_num(m['macro_f1'])} | {_pct(m['pass_rate'])} | {exact} |")
+        used = {name: m["usage"] for name, m in models.items() if m.get("usage") and m["usage"]["calls"]}
+        if any(u["calls"] > u["cached"] for u in used.values()):
+            lines += ["", "| model | calls made | replayed | input tokens | read from cache | written to cache "
+                      "| output tokens | cost |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+            for name, u in used.items():
+                lines.append(f"| {code(name, table=True)} | {u['calls'] - u['cached']} | {u['cached']} "
+                             f"| {u['prompt_tokens']:,} | {u.get('cache_read_tokens', 0):,} "
+                             f"| {u.get('cache_write_tokens', 0):,} | {u['completion_tokens']:,} "
+                             f"| {text(cost_text(u))} |")
         flowing = {name: m for name, m in models.items() if m.get("flows") or m.get("claims")}
         if flowing:
             lines += ["", "| model | flows | flows passed | order held | exact tool set | flow macro F1 "

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_mcpeval.report.types import CaseResult, CatalogInfo, Report
+from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.scoring.registry import METRICS
 from pytest_mcpeval.text import plural
 
@@ -132,6 +133,10 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
         if claims:
             yield (f"  claims ({plural(claims['cases'], 'case')}): mean coverage {_num(claims['mean_coverage'])}, "
                    f"passed {_pct(claims['pass_rate'])}")
+        usage = m.get("usage")
+        if usage and usage["calls"] > usage["cached"]:  # calls made by this run: what they cost
+            yield (f"  usage: {plural(usage['calls'] - usage['cached'], 'call')} made ({usage['cached']} replayed), "
+                   f"{tokens_text(usage)}, {cost_text(usage)}")
         for judge, used in (m.get("judges") or {}).items():
             cost = "cost unknown" if used["cost_usd"] is None else f"${used['cost_usd']:.4f}"
             yield (f"  judge {judge}: {plural(used['cases'], 'case')} ({used['cached']} replayed), "

@@ -68,9 +68,11 @@ class ArgumentCheck(TypedDict):
 
 
 class CaseUsage(TypedDict, total=False):
-    prompt_tokens: int
+    prompt_tokens: int  # every input token, the cached ones included
     completion_tokens: int
-    cost_usd: float | None
+    cache_read_tokens: int  # of prompt_tokens, read from the provider's prompt cache (when it reported any)
+    cache_write_tokens: int  # of prompt_tokens, written to it (Anthropic bills writes; when reported)
+    cost_usd: float | None  # litellm's price, cache discounts included; None when the model has no price
     cached: bool
     attempts: int
 
@@ -248,10 +250,14 @@ class Latency(TypedDict):
 class UsageMetrics(TypedDict):
     calls: int
     cached: int
-    prompt_tokens: int
+    prompt_tokens: int  # every input token of the calls made, the cached ones included
     completion_tokens: int
-    cost_usd: float | None
+    cache_read_tokens: int  # of prompt_tokens, read from the providers' prompt caches
+    cache_write_tokens: int  # of prompt_tokens, written to them
+    cost_usd: float | None  # None ("cost unknown") when a paid call had no price: see unpriced_calls
+    priced_cost_usd: float | None  # the sum over the priced calls: a lower bound when unpriced_calls > 0
     priced_calls: int
+    unpriced_calls: int  # calls made (not replayed) whose model litellm has no price for
     retries: int
     latency_s: Latency
 

@@ -47,6 +47,7 @@ from pytest_mcpeval.settings import FILE_SUFFIXES
 
 if TYPE_CHECKING:
     from pytest_mcpeval.models.processes import CallProcesses
+    from pytest_mcpeval.run.budget import Budget
 
 WORKERINPUT_KEY = "mcpeval_distribution"  # what the controller's --dist mode keeps on one worker: see distribution()
 _SLICES_KEY = pytest.StashKey[dict[str, str]]()
@@ -85,9 +86,10 @@ class DispatchSettings:
 
 class Dispatcher:
     def __init__(self, settings: DispatchSettings, cache: ResponseCache | None,
-                 processes: CallProcesses | None = None) -> None:
+                 processes: CallProcesses | None = None, budget: Budget | None = None) -> None:
         self.settings = settings
         self.cache = cache
+        self.budget = budget  # --mcp-max-cost: checked before each call made, paid calls added after
         self.processes = processes  # --mcp-processes: litellm calls made in worker processes
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
         self._pools: dict[str, DaemonPool] = {}
@@ -187,6 +189,11 @@ class Dispatcher:
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
+        if self.budget is not None:
+            try:
+                self.budget.check()
+            except ModelCallError as exc:
+                raise ModelCallError(f"{unit.label}: {exc}") from None
         self._note_bad(bad, CALLED_AGAIN)  # said before the call: it is made, whatever it answers
         seed = zlib.crc32(unit.key.encode())
         reply = None
@@ -196,6 +203,8 @@ class Dispatcher:
         if reply is None:  # in this process (or no worker could be started)
             reply = call_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
                                timeout=self.settings.timeout, seed=seed)
+        if self.budget is not None:
+            self.budget.add(reply.cost_usd)
         if self.cache is not None:
             entry = {"model": unit.model.target, "case": unit.label, "repeat": unit.repeat, "reply": reply.to_entry()}
             if reply.params_sent is not None:  # a replay reports them without litellm

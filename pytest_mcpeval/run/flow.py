@@ -264,6 +264,10 @@ def _usage(replies: list[ModelReply], judge_usage: dict[str, CaseUsage]) -> tupl
         "cached": not fresh and all(u.get("cached", False) for u in judge_usage.values()),
         "attempts": 1 + sum(r.attempts - 1 for r in fresh),
     }
+    if read := sum(r.usage.get("cache_read_tokens", 0) for r in replies):  # where the provider reported them
+        usage["cache_read_tokens"] = read
+    if written := sum(r.usage.get("cache_write_tokens", 0) for r in replies):
+        usage["cache_write_tokens"] = written
     return usage, round(sum(r.latency_s for r in fresh), 4)
 
 

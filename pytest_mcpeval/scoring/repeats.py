@@ -60,8 +60,14 @@ def repeat_metrics(cases: Sequence[CaseResult]) -> RepeatMetrics:
 
 
 def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
-    """Tokens, cost and latency of a model's calls; replayed (cached) calls cost nothing."""
-    calls = prompt_tokens = completion_tokens = retries = 0
+    """Tokens, cost and latency of a model's calls; replayed (cached) calls cost nothing.
+
+    ``cost_usd`` is the sum over the paid cases only when every one of them was priced; when some were not
+    (a model missing from litellm's cost map), it is ``None`` ("cost unknown"), never a sum that passes for the
+    whole bill: ``unpriced_calls`` says how many, and ``priced_cost_usd`` is the sum over the priced ones (a
+    lower bound of the bill).  Cached input tokens (read from / written to the provider's prompt cache) are
+    counted as the providers report them; ``prompt_tokens`` includes them."""
+    calls = prompt_tokens = completion_tokens = retries = cache_read = cache_write = unpriced = 0
     costs: list[float] = []
     latencies: list[float] = []
     for case in cases:  # one pass (100,000 results in a report)
@@ -73,9 +79,13 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
             latencies.append(case.get("latency_s", 0.0))
             prompt_tokens += int(usage.get("prompt_tokens", 0))
             completion_tokens += int(usage.get("completion_tokens", 0))
+            cache_read += int(usage.get("cache_read_tokens", 0))
+            cache_write += int(usage.get("cache_write_tokens", 0))
             retries += max(0, int(usage.get("attempts", 1)) - 1)
             if (cost := usage.get("cost_usd")) is not None:
                 costs.append(cost)
+            else:
+                unpriced += 1
     latencies.sort()
 
     def quantile(q: float) -> float | None:
@@ -88,8 +98,12 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
         "cached": calls - len(latencies),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
-        "cost_usd": sum(costs) if costs else None,
+        "cache_read_tokens": cache_read,
+        "cache_write_tokens": cache_write,
+        "cost_usd": sum(costs) if costs and not unpriced else None,
+        "priced_cost_usd": sum(costs) if costs else None,
         "priced_calls": len(costs),
+        "unpriced_calls": unpriced,
         "retries": retries,
         "latency_s": {
             "mean": sum(latencies) / len(latencies) if latencies else None,

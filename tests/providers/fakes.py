@@ -249,10 +249,81 @@ class AnthropicFake(ProviderFake):
 
     Renders content blocks (``thinking`` with ``signature``, ``text``, ``tool_use`` with ids
     ``toolu_{turn}_{index}``), ``stop_reason`` (``tool_use`` / ``end_turn`` or the reply's ``finish``) and
-    ``usage`` with ``cache_creation_input_tokens`` / ``cache_read_input_tokens``."""
+    ``usage`` with ``cache_creation_input_tokens`` / ``cache_read_input_tokens``.
+
+    Prompt caching, as Anthropic's "Prompt caching" guide describes it: a ``cache_control`` breakpoint (on a
+    tool, a system block or a message content block; at most 4, else 400 ``A maximum of 4 blocks with
+    cache_control may be provided. Found N.``; ``type`` must be ``ephemeral``) marks the prefix up to it, in
+    Anthropic's order (tools, then system, then messages).  A marked prefix shorter than the model's minimum
+    (:attr:`min_cacheable`: 1024 tokens for Sonnet / Opus, 2048 for Haiku 3 / 3.5, 4096 for Haiku 4.5 and Opus
+    4.5) is not cached, silently.  The longest marked prefix seen before (same model, same bytes) is read
+    (``cache_read_input_tokens``), the longest marked one beyond it is written (``cache_creation_input_tokens``)
+    and ``input_tokens`` is the rest; the first request with a prefix writes it, the later ones read it.  Tokens
+    are the fake's count (a quarter of the JSON's characters).  ``fake.cache_writes`` counts the prefixes written.
+    A reply's ``usage`` still overrides what this computes."""
 
     provider = "anthropic"
     default_model = "claude-sonnet-4-5"
+    MAX_BREAKPOINTS = 4
+
+    def __init__(self, model: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(model, host, port)
+        self._prompt_cache: set[str] = set()
+        self.cache_writes = 0
+
+    @property
+    def min_cacheable(self) -> int:
+        name = self.model_name
+        if "haiku-4" in name or "opus-4-5" in name:
+            return 4096
+        return 2048 if "haiku" in name else 1024
+
+    def _marked_prefixes(self, body: dict[str, Any]) -> list[tuple[int, str]]:
+        """``(tokens, key)`` of each prefix a ``cache_control`` breakpoint marks, shortest first."""
+        tools = list(body.get("tools") or [])
+        system = body.get("system") or []
+        system = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        messages = list(body.get("messages") or [])
+        marked: list[tuple[int, str]] = []
+
+        def mark(block: dict[str, Any], prefix: dict[str, Any]) -> None:
+            control = block.get("cache_control")
+            if control is None:
+                return
+            if not isinstance(control, dict) or control.get("type") != "ephemeral":
+                raise Refusal(400, "cache_control.type: Input should be 'ephemeral'")
+            text = json.dumps({"model": body.get("model"), **prefix}, sort_keys=False)
+            marked.append((len(text) // 4, hashlib.sha256(text.encode()).hexdigest()))
+
+        for i, tool in enumerate(tools):
+            mark(tool, {"tools": tools[: i + 1]})
+        for i, block in enumerate(system):
+            if isinstance(block, dict):
+                mark(block, {"tools": tools, "system": system[: i + 1]})
+        for i, message in enumerate(messages):
+            blocks = self._blocks(message)
+            for j, block in enumerate(blocks):
+                mark(block, {"tools": tools, "system": system,
+                             "messages": [*messages[:i], {**message, "content": blocks[: j + 1]}]})
+        if len(marked) > self.MAX_BREAKPOINTS:
+            raise Refusal(400, f"A maximum of {self.MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                               f"Found {len(marked)}.")
+        return marked
+
+    def _cache_usage(self, body: dict[str, Any], total: int) -> dict[str, int]:
+        """``input_tokens`` / ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` of one request."""
+        marked = [(tokens, key) for tokens, key in self._marked_prefixes(body) if tokens >= self.min_cacheable]
+        read = written = 0
+        with self._lock:
+            hits = [tokens for tokens, key in marked if key in self._prompt_cache]
+            read = max(hits, default=0)
+            beyond = [(tokens, key) for tokens, key in marked if tokens > read]
+            if beyond:
+                written = max(tokens for tokens, _ in beyond) - read
+                self._prompt_cache.update(key for _, key in beyond)
+                self.cache_writes += 1
+        return {"input_tokens": max(total - read - written, 0), "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": written}
 
     def env(self) -> dict[str, str]:
         return {"ANTHROPIC_API_BASE": self.base_url, "ANTHROPIC_API_KEY": KEY}
@@ -282,6 +353,7 @@ class AnthropicFake(ProviderFake):
                 raise Refusal(400, f"tools.{i}.custom.input_schema.type: Input should be 'object'")
             if not name or len(name) > 64 or not all(c.isalnum() or c in "_-" for c in name):
                 raise Refusal(400, f"tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'")
+        self._marked_prefixes(body)  # the breakpoints' count and type
         thinking = body.get("thinking") or {}
         enabled = thinking.get("type") in ("enabled", "adaptive")
         if thinking.get("type") == "enabled":
@@ -371,8 +443,8 @@ class AnthropicFake(ProviderFake):
         for i, call in enumerate(calls):
             content.append({"type": "tool_use", "id": call.get("id") or f"toolu_{turn}_{i}", "name": call["name"],
                             "input": _arguments(call)})
-        usage = {"input_tokens": len(json.dumps(record["body"])) // 4, "output_tokens": 7,
-                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **reply.get("usage", {})}
+        usage = {**self._cache_usage(record["body"], len(json.dumps(record["body"])) // 4), "output_tokens": 7,
+                 **reply.get("usage", {})}
         return {"id": f"msg_fake_{turn}", "type": "message", "role": "assistant", "model": record["body"]["model"],
                 "content": content, "stop_reason": reply.get("finish", "tool_use" if calls else "end_turn"),
                 "stop_sequence": None, "usage": usage}
