@@ -21,3 +21,4 @@ DEFAULT_CLAIMS_THRESHOLD = 0.75  # coverage a flow with claims needs to pass (MC
 MAX_DEPTH = 100  # levels of nested lists / objects (`{}` is 1, `{"a": [1]}` is 2)
 MAX_ALIAS_NODES = 100_000  # values YAML aliases may add to a file when expanded (a shared mock used in many cases)
 MAX_FILE_BYTES = 20_000_000  # a benchmark or tools file read at collection
+RECORD_MODES = ("new", "none", "all", "off")  # --mcp-record (run/cache.py); the first is the default

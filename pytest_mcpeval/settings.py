@@ -108,7 +108,7 @@ def prompt_cache_mode(text: str) -> str:
 
 def record_mode(text: str) -> str:
     """argparse type: one of the record modes."""
-    from pytest_mcpeval.run.cache import MODES
+    from pytest_mcpeval.defaults import RECORD_MODES as MODES  # run.cache imports pydantic: not at configure
 
     if text not in MODES:
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(MODES)}")

@@ -127,6 +127,30 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many calls in flight at once
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections: set[Any] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End the connections clients keep open (HTTP keep-alive): a stopped server must not go on answering a
+        client's pooled connection (a new server on the same port would never see those requests)."""
+        with self._connections_lock:
+            open_now = list(self._connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up (a timeout, the end of a run) is not worth a traceback."""
         import sys
@@ -300,6 +324,7 @@ class ScriptedModelServer:
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.close_connections()
 
     def __enter__(self) -> ScriptedModelServer:
         return self.start()

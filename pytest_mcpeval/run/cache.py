@@ -44,11 +44,12 @@ from typing import Annotated, Any, cast
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr, ValidationError
 
 from pytest_mcpeval import bounds
+from pytest_mcpeval.defaults import RECORD_MODES
 from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
 from pytest_mcpeval.text import canonical_json, plural
 
-MODES = ("new", "none", "all", "off")
+MODES = RECORD_MODES
 ENTRY_VERSION = 2  # of the request key (request_key)
 LEGACY_VERSION = 1  # keys still read (legacy_request_key)
 # parameters that do not change what the model answers: left out of the key

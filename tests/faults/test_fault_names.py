@@ -94,6 +94,10 @@ def test_tool_descriptions_and_a_servers_stderr_are_printed_escaped(pytester: py
     assert_no_controls(listing.stdout.str())
     assert "Who am I\\x1b]0;pwned\\x07" in listing.stdout.str()
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "-rA", "b.mcpeval.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # the pre-flight check's line quotes it
+    assert "boom" in result.stderr.str()
+    assert_no_controls(result.stdout.str() + result.stderr.str())
+    result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "-rA", "--mcp-no-preflight", "b.mcpeval.yaml")
     out = result.stdout.str()
     assert "boom" in out  # the server's last words are shown ...
     assert_no_controls(out)  # ... escaped
