@@ -47,6 +47,11 @@ class ModelReply:
     # what the call sent besides the request (litellm_client.params_sent), kept in the cache entry so that a
     # replay reports it without importing litellm; None for a retriever and in entries written before it was kept
     params_sent: dict[str, Any] | None = None
+    # why the reply ended: litellm's normalised reason (stop, length, tool_calls, content_filter; None for a
+    # retriever and in entries written before it was kept), and the provider's own where litellm keeps it
+    # (Gemini's finishReason, Anthropic's refusal / pause_turn): MALFORMED_FUNCTION_CALL is "stop" normalised
+    finish_reason: str | None = None
+    provider_finish_reason: str | None = None
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
@@ -59,6 +64,9 @@ class ModelReply:
             data["content_truncated"] = self.content_truncated or len(self.content)
         if data["content_truncated"] is None:
             del data["content_truncated"]
+        for name in ("finish_reason", "provider_finish_reason"):
+            if data[name] is None:
+                del data[name]
         del data["params_sent"]  # kept beside the reply in the entry (run.dispatch)
         return data
 
@@ -77,4 +85,6 @@ class ModelReply:
             ranking=[(str(n), float(s)) for n, s in ranking] if ranking is not None else None,
             top_k=int(data.get("top_k") or 10),
             content_truncated=int(data["content_truncated"]) if data.get("content_truncated") else None,
+            finish_reason=str(data["finish_reason"]) if data.get("finish_reason") else None,
+            provider_finish_reason=str(data["provider_finish_reason"]) if data.get("provider_finish_reason") else None,
         )

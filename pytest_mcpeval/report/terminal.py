@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_mcpeval.report.types import CaseResult, CatalogInfo, Report
+from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.registry import METRICS
 from pytest_mcpeval.text import plural
 
@@ -54,6 +55,7 @@ def flow_miss_lines(case: CaseResult) -> list[str]:
         lines.append(f"    forbidden tool called: {tool}")
     if case.get("final_answer") is not None:
         lines.append(f"  = answer: {_short(case['final_answer'], 200)}")
+    lines.extend(f"    {note}" for note in stops.notes(case))
     for claim in case.get("claims") or []:
         if claim["score"] < 1:
             lines.append(f"    claim {claim['verdict']} ({claim['method']}): {claim['claim']}")
@@ -72,6 +74,7 @@ def miss_lines(case: CaseResult) -> list[str]:
     for c in case.get("called") or [{"tool": "(none)"}]:
         shown = _short(c["args"]) if c.get("args") is not None else (f"{c.get('raw', '')!r}" if "raw" in c else "")
         lines.append(f"  + called   {c['tool']} {shown}".rstrip())
+    lines.extend(f"    {note}" for note in stops.notes(case))
     args = case.get("arguments")
     if args is None:
         return lines

@@ -115,6 +115,8 @@ class TrajectoryTurn(TypedDict):
 
     calls: list[TrajectoryCall]
     content: str | None
+    finish_reason: NotRequired[str]  # as in CaseResult, for this turn's reply
+    provider_finish_reason: NotRequired[str]
 
 
 class ExpectationMatch(TypedDict):
@@ -164,6 +166,12 @@ class CaseResult(Score):
     content: NotRequired[str | None]
     content_truncated: NotRequired[int]
     hallucinated_tools: NotRequired[list[str]]
+    # how the (last) reply ended: litellm's normalised reason (stop, length, tool_calls, content_filter) and the
+    # provider's own where litellm keeps it (e.g. Gemini's MALFORMED_FUNCTION_CALL); docs/metrics.md#stop-reasons
+    finish_reason: NotRequired[str]
+    provider_finish_reason: NotRequired[str]
+    blocked: NotRequired[str]  # an error: the provider's safety filter withheld the reply (the reason)
+    text_calls: NotRequired[list[CalledTool]]  # calls of shown tools the reply wrote in its text, not as calls
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
     retrieval: NotRequired[CaseRetrieval]
