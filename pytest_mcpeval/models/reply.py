@@ -64,9 +64,6 @@ class ModelReply:
             data["content_truncated"] = self.content_truncated or len(self.content)
         if data["content_truncated"] is None:
             del data["content_truncated"]
-        for name in ("finish_reason", "provider_finish_reason"):
-            if data[name] is None:
-                del data[name]
         del data["params_sent"]  # kept beside the reply in the entry (run.dispatch)
         return data
 
