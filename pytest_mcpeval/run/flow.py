@@ -22,9 +22,14 @@ A call is answered by:
    ``no mock matches tool T with these arguments`` (a gap of the benchmark file, listed in ``unmatched``).
 
 A ``structured`` mock is sent as compact canonical JSON and kept as structured content; a live result is
-sent as its text parts (:class:`~pytest_mcpeval.servers.ToolResult`).  A live call that fails (the server
-died or did not answer) makes the case an error naming the server's log, as does a model call that fails,
-a judge that gives no verdict, or a model that cannot hold a conversation (a ``local/`` retriever).
+sent as its text parts (:class:`~pytest_mcpeval.servers.ToolResult`).  An error result is flagged as one where
+the provider's format has a flag litellm can send (:func:`pytest_mcpeval.tool_result.tool_message`: Gemini's
+``{"error": ...}`` response; Anthropic's ``is_error`` litellm cannot send).  Each turn keeps its reply's
+finish reasons; a turn the provider's safety filter withheld makes the case an error (``blocked``), and how
+the last reply ended refines a failed flow's diagnosis (:mod:`pytest_mcpeval.scoring.stops`).
+A live call that fails (the server died or did not answer) makes the case an error naming the server's log,
+as does a model call that fails, a judge that gives no verdict, or a model that cannot hold a conversation
+(a ``local/`` retriever).
 
 Then the claims on the final answer (``check`` ones here, the others by the judge model), and
 :func:`pytest_mcpeval.scoring.flow.score_flow`, on the whole transcript.  The result keeps every text up

@@ -6,6 +6,11 @@ its original length.  The result is scored on the reply as the model sent it, th
 made encodable as UTF-8: a lone surrogate (``"\\ud83d"``, legal JSON that a model may send) becomes
 U+FFFD, so the result crosses the xdist channel (execnet sends UTF-8) and prints on a terminal, and the
 report is the same with and without xdist.  The cache keeps the reply as sent.
+
+How the reply ended is recorded (``finish_reason``, ``provider_finish_reason``) and weighed
+(:mod:`pytest_mcpeval.scoring.stops`): a reply the provider's safety filter withheld is an error, a miss cut
+off by the token limit is ``truncated``, one without calls that wrote a call in its text (``text_calls``)
+is ``tool_call_in_text``.
 """
 
 from __future__ import annotations
