@@ -311,3 +311,20 @@ def test_openai_style_gets_the_error_text(pytester: pytest.Pytester) -> None:
         evaluate(pytester, "-k", "flow")
     assert posts(fake)[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "call_0_0",
                                                       "content": "no such issue"}
+
+
+def test_finish_reasons_replay_from_the_cache(pytester: pytest.Pytester) -> None:
+    """The cache entry keeps both reasons: a replay without the provider gives the same verdicts."""
+    with GeminiFake() as fake:
+        project(pytester, fake)
+        fake.script("Show me WEB-12.", {"content": "Let me", "finish": "MAX_TOKENS"})
+        fake.script("Say hello.", {"block": "PROHIBITED_CONTENT"})
+        fake.flow("Who opened WEB-12?", [CALL], {"content": "get_user(", "finish": "MALFORMED_FUNCTION_CALL"})
+        _, recorded = evaluate(pytester)
+    _, replayed = evaluate(pytester, "--mcp-record=none")
+    fields = ("passed", "diagnosis", "finish_reason", "provider_finish_reason", "blocked", "error")
+    assert [[c.get(f) for f in fields] for c in replayed["cases"]] == [
+        [c.get(f) for f in fields] for c in recorded["cases"]]
+    assert [by_id(replayed)[i]["diagnosis"] for i in ("single", "flow")] == ["truncated", "malformed_call"]
+    assert by_id(replayed)["none"]["blocked"] == "content_filter"
+    assert all(c["usage"]["cached"] for c in replayed["cases"] if not c["error"])
