@@ -18,13 +18,17 @@ o-series, which take no temperature but 1, are called without it.
 Retries are ours, not litellm's (its ``num_retries`` is forced to 0), and only for errors that may pass
 (:func:`classify`): rate limits (429), timeouts, connection errors (refused, reset, closed) and 5xx
 answers, with exponential backoff and full jitter, honouring a ``Retry-After`` header (seconds or an
-HTTP date, capped at :data:`RETRY_AFTER_CAP`).  Errors that cannot pass by waiting fail at once with
+HTTP date, capped at :data:`RETRY_AFTER_CAP`) or, without one, a ``RetryInfo.retryDelay`` in the body
+(Gemini's only way to say it; capped at the timeout too).  Errors that cannot pass by waiting fail at once with
 one line saying what to change: no API key, rejected key, no permission, unknown model, bad request,
 unsupported parameter, context window exceeded, a response that cannot be decoded (not UTF-8, not
 JSON: the same bytes come back next time), a completion without choices.  litellm's classes and status
 codes alone do not tell these apart (a missing OpenAI key, a refused connection and a body that is not
 UTF-8 are all an ``InternalServerError`` with status 500), so the chain of causes and the message text
 are read too.
+
+A reply keeps its finish reason: litellm's normalised one and the provider's own where litellm keeps it
+(:func:`_finish_reasons`).
 """
 
 from __future__ import annotations
