@@ -124,8 +124,9 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
     for name, m in report["models"].items():
         flows, claims = m.get("flows"), m.get("claims")
         family = f" ({m['scored'] - flows['cases']} single calls, {plural(flows['cases'], 'flow')})" if flows else ""
+        blocked = f" ({m.get('blocked')} blocked by the provider's safety filter)" if m.get("blocked") else ""
         yield (
-            f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')} | "
+            f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')}{blocked} | "
             + " | ".join(f"{label} {METRICS[key].fmt(METRICS[key].read(m))}" for key, label in HEADLINE)
         )
         if flows:

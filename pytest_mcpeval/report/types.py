@@ -270,6 +270,7 @@ class SelectionMetrics(TypedDict):
     cases: int
     scored: int
     errors: int
+    blocked: NotRequired[int]  # of the errors, replies the provider's safety filter withheld (docs/metrics.md)
     accuracy: float | None
     pass_rate: float | None
     macro_f1: float | None

@@ -159,7 +159,9 @@ def test_a_safety_block_is_an_error_never_a_pass(pytester: pytest.Pytester, fake
     assert "on turn 2" in cases["flow"]["error"]
     assert [t.get("finish_reason") for t in cases["flow"]["trajectory"]] == ["tool_calls", "content_filter"]
     metrics = report["models"]["m"]
-    assert (metrics["errors"], metrics["scored"], metrics["accuracy"]) == (3, 0, None)
+    assert (metrics["errors"], metrics["blocked"], metrics["scored"], metrics["accuracy"]) == (3, 3, 0, None)
+    assert "m: 0 scored, 3 errors (3 blocked by the provider's safety filter)" in (
+        result.stdout.str())
     assert "3 of 3 cases have no score" in " ".join(report["gate"]["failures"])
 
 
