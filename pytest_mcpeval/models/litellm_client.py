@@ -20,7 +20,8 @@ that names a default which was sent says so, and how to set it.
 Retries are ours, not litellm's (its ``num_retries`` is forced to 0), and only for errors that may pass
 (:func:`classify`): rate limits (429), timeouts, connection errors (refused, reset, closed) and 5xx
 answers, with exponential backoff and full jitter, honouring a ``Retry-After`` header (seconds or an
-HTTP date, capped at :data:`RETRY_AFTER_CAP`).  Errors that cannot pass by waiting fail at once with
+HTTP date, capped at :data:`RETRY_AFTER_CAP`) or, without one, a ``RetryInfo.retryDelay`` in the body
+(Gemini's only way to say it; capped at the timeout too).  Errors that cannot pass by waiting fail at once with
 one line saying what to change: no API key, rejected key, no permission, unknown model, bad request,
 unsupported parameter, context window exceeded, a response that cannot be decoded (not UTF-8, not
 JSON: the same bytes come back next time), a completion without choices.  litellm's classes and status
@@ -31,11 +32,15 @@ are read too.
 ``timeout`` (``--mcp-timeout``) is a deadline for each attempt as a whole: connecting, the headers and the
 whole body (:func:`_attempt`).  litellm hands it to httpx, which applies it to each read on its own, so a
 provider that sends a byte every few seconds kept a call going for minutes.
+
+A reply keeps its finish reason: litellm's normalised one and the provider's own where litellm keeps it
+(:func:`_finish_reasons`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import copy
 import gc
@@ -425,22 +430,27 @@ def _blamed_default(model: ModelSpec, detail: str) -> str:
 
 # -- the call -------------------------------------------------------------------------------------
 
-def _retry_after(exc: Exception) -> float | None:
-    """Seconds from a ``Retry-After`` header on the error, if the provider sent one: a number of seconds
-    or an HTTP date, clamped to ``[0, RETRY_AFTER_CAP]``; ``None`` when absent or unreadable."""
+def _retry_after(exc: Exception, timeout: float | None = None) -> float | None:
+    """Seconds the provider asked to wait before the next attempt: a ``Retry-After`` header on the error (a
+    number of seconds or an HTTP date), else a ``google.rpc.RetryInfo`` ``retryDelay`` in the error body (Gemini
+    sends its wait only there: :func:`_retry_info`); clamped to ``[0, RETRY_AFTER_CAP]``, and to ``timeout``
+    (``--mcp-timeout``) for the body's delay; ``None`` when absent or unreadable."""
     headers: Any = None
     response = getattr(exc, "response", None)
     if response is not None:
         headers = getattr(response, "headers", None)
     headers = headers or getattr(exc, "litellm_response_headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-    except AttributeError:
-        return None
+    value: Any = None
+    if headers:
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+        except AttributeError:
+            value = None
     if value is None:
-        return None
+        delay = _retry_info(exc)
+        if delay is None:
+            return None
+        return min(delay, RETRY_AFTER_CAP, timeout if timeout is not None else RETRY_AFTER_CAP)
     try:
         seconds = float(value)
     except (TypeError, ValueError):
@@ -453,6 +463,45 @@ def _retry_after(exc: Exception) -> float | None:
     if math.isnan(seconds):
         return None
     return min(max(seconds, 0.0), RETRY_AFTER_CAP)
+
+
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")  # a google.protobuf.Duration in JSON: "12s", "0.5s"
+
+
+def _retry_info(exc: Exception) -> float | None:
+    """The ``retryDelay`` of a ``RetryInfo`` detail in the error's body (``{"error": {"details": [{"@type":
+    "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"}]}}``), in seconds; ``None`` without one.
+
+    litellm keeps a Gemini error's body only as text, in the exception's message after ``GeminiException -``
+    (its ``body`` is ``None`` and its ``response`` a stand-in without the body): each JSON object of the text
+    (and of a ``body`` or ``response`` that has one) is read."""
+    texts: list[str] = []
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        texts.append(json.dumps(body))
+    response = getattr(exc, "response", None)
+    with contextlib.suppress(Exception):  # a response whose body was not read
+        texts.append(str(getattr(response, "text", "") or ""))
+    texts.append(str(getattr(exc, "message", "") or exc))
+    decoder = json.JSONDecoder()
+    for text in texts:
+        start = text.find("{")
+        while start >= 0:
+            try:
+                value, end = decoder.raw_decode(text, start)
+            except ValueError:
+                start = text.find("{", start + 1)
+                continue
+            error = value.get("error") if isinstance(value, dict) else None
+            details = error.get("details") if isinstance(error, dict) else None
+            for detail in details if isinstance(details, list) else []:
+                if isinstance(detail, dict) and detail.get("@type") == RETRY_INFO:
+                    match = _DURATION.match(str(detail.get("retryDelay", "")))
+                    if match:
+                        return max(float(match.group(1)), 0.0)
+            start = text.find("{", end)
+    return None
 
 
 def backoff(attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
@@ -719,7 +768,7 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
             if attempt > retries or not failure.retry:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise ModelCallError(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
-            time.sleep(backoff(attempt, rng, _retry_after(exc)))
+            time.sleep(backoff(attempt, rng, _retry_after(exc, timeout)))
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None)
     message_obj = getattr(choices[0], "message", None) if choices else None
@@ -733,6 +782,28 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
         for call in (getattr(message_obj, "tool_calls", None) or [])
     ]
     hidden = getattr(response, "_hidden_params", None) or {}
+    finish, native = _finish_reasons(choices[0] if choices else None, message_obj)
     return ModelReply(calls=calls, content=message_obj.content, usage=read_usage(getattr(response, "usage", None)),
                       latency_s=latency, cost_usd=response_cost(model, hidden.get("response_cost")),
-                      attempts=attempt, params_sent=params_sent(model), thinking_blocks=_thinking_blocks(message_obj))
+                      attempts=attempt, params_sent=params_sent(model), thinking_blocks=_thinking_blocks(message_obj),
+                      finish_reason=finish, provider_finish_reason=native)
+
+
+def _finish_reasons(choice: Any, message: Any) -> tuple[str | None, str | None]:
+    """Why the reply ended: litellm's normalised ``finish_reason`` and the provider's own reason where litellm
+    keeps it, else ``None``.  litellm maps each provider's reason onto OpenAI's (Anthropic ``max_tokens`` and
+    Gemini ``MAX_TOKENS`` to ``length``, Gemini ``SAFETY`` and a blocked prompt and Anthropic ``refusal`` to
+    ``content_filter``) and keeps the original only in places of its own: Gemini's candidate ``finishReason``
+    as the choice's ``provider_specific_fields["native_finish_reason"]`` (not for a safety stop or a blocked
+    prompt, which it answers itself), Anthropic's ``refusal`` / ``pause_turn`` as the message's
+    ``provider_specific_fields["stop_reason"]``.  Gemini's ``MALFORMED_FUNCTION_CALL`` is ``stop`` normalised:
+    only the native reason tells it from a reply that chose to call nothing."""
+    finish = getattr(choice, "finish_reason", None)
+    native: Any = None
+    for owner in (choice, message):
+        fields = getattr(owner, "provider_specific_fields", None)
+        if isinstance(fields, dict):
+            native = fields.get("native_finish_reason") or fields.get("stop_reason") or native
+    finish_text = str(finish) if finish else None
+    native_text = str(native) if native else None
+    return finish_text, native_text if native_text != finish_text else None

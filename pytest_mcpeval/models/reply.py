@@ -56,6 +56,11 @@ class ModelReply:
     params_sent: dict[str, Any] | None = None
     # the signed thinking blocks of the reply, sent back unchanged with the assistant turn of a flow
     thinking_blocks: list[dict[str, Any]] | None = None
+    # why the reply ended: litellm's normalised reason (stop, length, tool_calls, content_filter; None for a
+    # retriever and in entries written before it was kept), and the provider's own where litellm keeps it
+    # (Gemini's finishReason, Anthropic's refusal / pause_turn): MALFORMED_FUNCTION_CALL is "stop" normalised
+    finish_reason: str | None = None
+    provider_finish_reason: str | None = None
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
@@ -93,4 +98,6 @@ class ModelReply:
             top_k=int(data.get("top_k") or 10),
             content_truncated=int(data["content_truncated"]) if data.get("content_truncated") else None,
             thinking_blocks=[dict(b) for b in blocks] if isinstance(blocks, list) and blocks else None,
+            finish_reason=str(data["finish_reason"]) if data.get("finish_reason") else None,
+            provider_finish_reason=str(data["provider_finish_reason"]) if data.get("provider_finish_reason") else None,
         )

@@ -19,6 +19,7 @@ from pytest_mcpeval.gate.significance import format_p
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
 from pytest_mcpeval.report.types import Report
 from pytest_mcpeval.report.usage import cost_text
+from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.text import plural
 
 __all__ = ["code", "comparison_markdown", "summary"]
@@ -103,7 +104,8 @@ def summary(report: Report) -> str:
         lines += ["", f"### {title} ({len(rows)})", "", f"| case | {column} |", "| --- | --- |"]
         for c in rows[:MAX_ROWS]:
             label = "{}::{}[{}]".format(c["file"], c["id"], c["model"])
-            lines.append(f"| {code(label, table=True)} | {text(c.get(column))} |")
+            cell = " ".join([str(c.get(column)), *(f"({note})" for note in stops.notes(c))])
+            lines.append(f"| {code(label, table=True)} | {text(cell)} |")
         if len(rows) > MAX_ROWS:
             lines.append(f"\n… and {len(rows) - MAX_ROWS} more (the JSON report has every case)")
     skipped = report.get("skipped") or []

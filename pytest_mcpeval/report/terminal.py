@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_mcpeval.report.types import CaseResult, CatalogInfo, Report
 from pytest_mcpeval.report.usage import cost_text, tokens_text
+from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.registry import METRICS
 from pytest_mcpeval.text import plural
 
@@ -55,6 +56,7 @@ def flow_miss_lines(case: CaseResult) -> list[str]:
         lines.append(f"    forbidden tool called: {tool}")
     if case.get("final_answer") is not None:
         lines.append(f"  = answer: {_short(case['final_answer'], 200)}")
+    lines.extend(f"    {note}" for note in stops.notes(case))
     for claim in case.get("claims") or []:
         if claim["score"] < 1:
             lines.append(f"    claim {claim['verdict']} ({claim['method']}): {claim['claim']}")
@@ -73,6 +75,7 @@ def miss_lines(case: CaseResult) -> list[str]:
     for c in case.get("called") or [{"tool": "(none)"}]:
         shown = _short(c["args"]) if c.get("args") is not None else (f"{c.get('raw', '')!r}" if "raw" in c else "")
         lines.append(f"  + called   {c['tool']} {shown}".rstrip())
+    lines.extend(f"    {note}" for note in stops.notes(case))
     args = case.get("arguments")
     if args is None:
         return lines
@@ -122,8 +125,9 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
     for name, m in report["models"].items():
         flows, claims = m.get("flows"), m.get("claims")
         family = f" ({m['scored'] - flows['cases']} single calls, {plural(flows['cases'], 'flow')})" if flows else ""
+        blocked = f" ({m.get('blocked')} blocked by the provider's safety filter)" if m.get("blocked") else ""
         yield (
-            f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')} | "
+            f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')}{blocked} | "
             + " | ".join(f"{label} {METRICS[key].fmt(METRICS[key].read(m))}" for key, label in HEADLINE)
         )
         if flows:

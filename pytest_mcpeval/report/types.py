@@ -117,6 +117,8 @@ class TrajectoryTurn(TypedDict):
 
     calls: list[TrajectoryCall]
     content: str | None
+    finish_reason: NotRequired[str]  # as in CaseResult, for this turn's reply
+    provider_finish_reason: NotRequired[str]
 
 
 class ExpectationMatch(TypedDict):
@@ -166,6 +168,12 @@ class CaseResult(Score):
     content: NotRequired[str | None]
     content_truncated: NotRequired[int]
     hallucinated_tools: NotRequired[list[str]]
+    # how the (last) reply ended: litellm's normalised reason (stop, length, tool_calls, content_filter) and the
+    # provider's own where litellm keeps it (e.g. Gemini's MALFORMED_FUNCTION_CALL); docs/metrics.md#stop-reasons
+    finish_reason: NotRequired[str]
+    provider_finish_reason: NotRequired[str]
+    blocked: NotRequired[str]  # an error: the provider's safety filter withheld the reply (the reason)
+    text_calls: NotRequired[list[CalledTool]]  # calls of shown tools the reply wrote in its text, not as calls
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
     retrieval: NotRequired[CaseRetrieval]
@@ -268,6 +276,7 @@ class SelectionMetrics(TypedDict):
     cases: int
     scored: int
     errors: int
+    blocked: NotRequired[int]  # of the errors, replies the provider's safety filter withheld (docs/metrics.md)
     accuracy: float | None
     pass_rate: float | None
     macro_f1: float | None

@@ -22,9 +22,14 @@ A call is answered by:
    ``no mock matches tool T with these arguments`` (a gap of the benchmark file, listed in ``unmatched``).
 
 A ``structured`` mock is sent as compact canonical JSON and kept as structured content; a live result is
-sent as its text parts (:class:`~pytest_mcpeval.servers.ToolResult`).  A live call that fails (the server
-died or did not answer) makes the case an error naming the server's log, as does a model call that fails,
-a judge that gives no verdict, or a model that cannot hold a conversation (a ``local/`` retriever).
+sent as its text parts (:class:`~pytest_mcpeval.servers.ToolResult`).  An error result is flagged as one where
+the provider's format has a flag litellm can send (:func:`pytest_mcpeval.tool_result.tool_message`: Gemini's
+``{"error": ...}`` response; Anthropic's ``is_error`` litellm cannot send).  Each turn keeps its reply's
+finish reasons; a turn the provider's safety filter withheld makes the case an error (``blocked``), and how
+the last reply ended refines a failed flow's diagnosis (:mod:`pytest_mcpeval.scoring.stops`).
+A live call that fails (the server died or did not answer) makes the case an error naming the server's log,
+as does a model call that fails, a judge that gives no verdict, or a model that cannot hold a conversation
+(a ``local/`` retriever).
 
 Then the claims on the final answer (``check`` ones here, the others by the judge model), and
 :func:`pytest_mcpeval.scoring.flow.score_flow`, on the whole transcript.  The result keeps every text up
@@ -58,16 +63,34 @@ from pytest_mcpeval.report.types import (
 )
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result
 from pytest_mcpeval.run.dispatch import Unit
-from pytest_mcpeval.run.single import CONTENT_CAP, utf8_safe
+from pytest_mcpeval.run.single import CONTENT_CAP, text_calls, utf8_safe
+from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call
 from pytest_mcpeval.scoring.claims import checked_claim
 from pytest_mcpeval.scoring.flow import bind, score_flow
 from pytest_mcpeval.scoring.matchers import check_object
 from pytest_mcpeval.servers import ServerError
 from pytest_mcpeval.text import canonical_json
+from pytest_mcpeval.tool_result import tool_message
 
 if TYPE_CHECKING:
     from pytest_mcpeval.run.runtime import Runtime
+
+
+class Blocked(ModelCallError):
+    """A turn's reply was withheld by the provider's safety filter (:func:`pytest_mcpeval.scoring.stops.blocked`)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _ending(result: dict[str, Any], trajectory: list[TrajectoryTurn]) -> None:
+    """The case's finish reasons: those of its last turn (the one that answered, or was blocked)."""
+    if trajectory:
+        for name in ("finish_reason", "provider_finish_reason"):
+            if name in trajectory[-1]:
+                result[name] = trajectory[-1][name]
 
 
 def call_id(turn: int, index: int) -> str:
@@ -93,12 +116,23 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
         result["final_answer"] = _cap(final)  # kept when the judge fails: its error is about this answer
         claims, judge_usage = _claims(runtime, ref, final, repeat)
     except (ModelCallError, JudgeError) as exc:  # their messages name the model (the report names the case)
+        if isinstance(exc, Blocked):
+            _ending(result, trajectory)
+            result["blocked"] = exc.reason
         return _error(result, expects, str(exc).removeprefix(f"{runtime.label(ref)}: "), trajectory)
     except (CaseError, ServerError) as exc:
         return _error(result, expects, f"{result['file']}:{result['line']}: case `{case.id}`: {exc}", trajectory)
     threshold = ref.bench.claims_threshold(case, runtime.claims_threshold)
     result.update(score_flow(expects, case.order_mode, case.forbid, trajectory, catalog, turn_limit=not finished,
                              claims=claims, claims_threshold=threshold))
+    _ending(result, trajectory)
+    last = replies[-1] if finished and replies else None
+    written = text_calls(last, catalog) if last is not None else []
+    if written:
+        result["text_calls"] = written
+    if last is not None:  # the reply that ended the flow: did the model choose to stop there?
+        result["diagnosis"] = stops.refine(result["diagnosis"], last.finish_reason, last.provider_finish_reason,
+                                           False, bool(written))
     result["claims"] = claims
     if judge_usage:
         result["judge_usage"] = judge_usage
@@ -137,8 +171,12 @@ def _converse(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, tra
         if not reply.fills_arguments:
             raise CaseError(f"model {ref.model.name} ranks tools and cannot hold a conversation: a flow needs a "
                             "model that calls tools with arguments")
+        reason = stops.blocked(reply.finish_reason, reply.provider_finish_reason)
+        if reason is not None:  # the provider withheld the reply: the flow has no choice of the model to score
+            trajectory.append(_turn({"calls": [], "content": reply.content}, reply))
+            raise Blocked(stops.blocked_message(f"{ref.model.name} ({ref.model.target})", reason, turn), reason)
         if not reply.calls:
-            trajectory.append({"calls": [], "content": reply.content})
+            trajectory.append(_turn({"calls": [], "content": reply.content}, reply))
             return replies, reply.content, True, unmatched
         earlier = [call for done in trajectory for call in done["calls"]]
         calls: list[TrajectoryCall] = []
@@ -147,15 +185,24 @@ def _converse(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, tra
             id_ = raw.id if fresh else call_id(turn, index)
             used.add(id_)
             calls.append(_answered(runtime, ref, catalog, raw, id_, earlier, unmatched))
-        trajectory.append({"calls": calls, "content": reply.content})
+        trajectory.append(_turn({"calls": calls, "content": reply.content}, reply))
         if turn + 1 == max_turns:
             break
         conversation.append(_assistant_message(reply, calls))
-        conversation.extend({"role": "tool", "tool_call_id": call["id"], "content": call["answer"]["text"] or ""}
-                            for call in calls)
+        conversation.extend(tool_message(call["id"], call["answer"]["text"], call["answer"]["is_error"],
+                                         ref.model.target) for call in calls)
         unit = Unit.make(ref.model, copy.deepcopy(conversation), catalog, repeat,
                          f"{runtime.label(ref)} (turn {turn + 2})")
     return replies, None, False, unmatched
+
+
+def _turn(turn: TrajectoryTurn, reply: ModelReply) -> TrajectoryTurn:
+    """``turn`` with the reply's finish reasons, when it has them."""
+    if reply.finish_reason is not None:
+        turn["finish_reason"] = reply.finish_reason
+    if reply.provider_finish_reason is not None:
+        turn["provider_finish_reason"] = reply.provider_finish_reason
+    return turn
 
 
 def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
@@ -283,7 +330,7 @@ def _capped(trajectory: list[TrajectoryTurn]) -> list[TrajectoryTurn]:
         for call in turn["calls"]:
             answer: ToolAnswerView = {**call["answer"], "text": _cap(call["answer"]["text"])}
             calls.append({**call, "answer": answer})
-        out.append({"calls": calls, "content": _cap(turn["content"])})
+        out.append({**turn, "calls": calls, "content": _cap(turn["content"])})
     return out
 
 

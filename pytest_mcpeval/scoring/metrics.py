@@ -134,7 +134,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     ``cases``, ``scored``, ``errors`` and ``diagnoses`` count both families; every other number is over the
     scored single-call cases only (multi-step flows have theirs in scoring.flows).  Plain Python: a
     replay or a gate does not import numpy for this (the bootstraps of the comparison and the HTML page do)."""
-    errors = every = passed = 0
+    errors = every = passed = blocked = 0
     scored: list[CaseResult] = []
     expected: list[str] = []
     called: list[str] = []
@@ -144,6 +144,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     for c in cases:  # one pass: a report of 100,000 results is built in well under a second
         if c.get("error"):
             errors += 1
+            blocked += 1 if c.get("blocked") else 0  # withheld by the provider's safety filter
             continue
         if c.get("correct") is None:
             continue
@@ -196,6 +197,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
         "cases": len(cases),
         "scored": every,
         "errors": errors,
+        "blocked": blocked,
         "accuracy": _ratio(sum(tp), len(scored)),
         "pass_rate": _ratio(passed, len(scored)),
         "macro_f1": sum(macro) / len(macro) if macro else None,

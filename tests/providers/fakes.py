@@ -46,7 +46,8 @@ The API (stable: other tests build on it)::
   401/404) whatever the script says, with the provider's message; the refusals are listed on each class.
   ``fake.refusals`` lists the ``(status, message)`` of the requests refused.
 - ``requests``: one dict per request received: ``{"method", "path", "query" (dict of str), "headers" (dict,
-  lower-case names), "body" (the parsed JSON), "status" (what the fake answered)}``.
+  lower-case names), "body" (the parsed JSON), "status" (what the fake answered), "at" (``time.monotonic()``
+  when it arrived)}``.
 - For a pytester project: ``fake.model`` (the litellm model string, e.g. ``anthropic/claude-sonnet-4-5``;
   pass ``model=`` to the constructor for another), ``fake.params()`` (the ``mcp_model_params`` object:
   ``api_base``, ``api_key``, and what else the provider needs, e.g. Azure's ``api_version``; ``**extra``
@@ -136,6 +137,7 @@ class ProviderFake(ScriptedModelServer):
                     "method": method, "path": url.path,
                     "query": dict(urllib.parse.parse_qsl(url.query)),
                     "headers": {k.lower(): v for k, v in self.headers.items()}, "body": None, "status": 0,
+                    "at": time.monotonic(),
                 }
                 with fake._lock:
                     fake.requests.append(record)
@@ -489,7 +491,9 @@ class GeminiFake(ProviderFake):
     fake gives a signature with every reply that has ``thinking``, on its first function call, as Gemini does.
 
     Renders ``candidates[0].content.parts`` (``{"text", "thought": true, "thoughtSignature"}`` for thinking,
-    ``text``, ``functionCall``), ``finishReason`` (``STOP`` or the reply's ``finish``), ``promptFeedback``
+    ``text``, ``functionCall``; no ``content`` when there are no parts, as Gemini sends a candidate with nothing
+    to say), ``finishReason`` (``STOP`` or the reply's ``finish``; ``MALFORMED_FUNCTION_CALL`` comes with a
+    ``finishMessage`` but no content: the reply's ``content`` goes into the message), ``promptFeedback``
     for a reply's ``block`` (no candidates), and ``usageMetadata`` (``cachedContentTokenCount`` if given)."""
 
     provider = "gemini"
@@ -597,7 +601,7 @@ class GeminiFake(ProviderFake):
         sig = signature(reply["thinking"]) if reply.get("thinking") else None
         if reply.get("thinking"):
             parts.append({"text": reply["thinking"], "thought": True})
-        if reply.get("content"):
+        if reply.get("content") and reply.get("finish") != "MALFORMED_FUNCTION_CALL":
             parts.append({"text": reply["content"]})
         for call in reply.get("tool_calls", []):
             function_call = {"name": call["name"], "args": _arguments(call)}
@@ -610,8 +614,11 @@ class GeminiFake(ProviderFake):
             if "functionCall" in target:
                 with self._lock:
                     self._signatures.setdefault(self._call_key(target["functionCall"]), set()).add(sig)
-        candidate = {"content": {"role": "model", "parts": parts}, "finishReason": reply.get("finish", "STOP"),
-                     "index": 0}
+        candidate: dict[str, Any] = {"finishReason": reply.get("finish", "STOP"), "index": 0}
+        if parts:  # a candidate with nothing to say (MALFORMED_FUNCTION_CALL, MAX_TOKENS while thinking) has no content
+            candidate["content"] = {"role": "model", "parts": parts}
+        if candidate["finishReason"] == "MALFORMED_FUNCTION_CALL":
+            candidate["finishMessage"] = "Malformed function call: " + str(reply.get("content") or "")
         return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": self.model_name,
                 "responseId": f"fake-{turn}"}
 
