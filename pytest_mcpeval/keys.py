@@ -9,6 +9,7 @@ import pytest
 from pytest_mcpeval.settings import Settings
 
 if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic and PyYAML
+    from pytest_mcpeval.interrupts import Interrupts  # noqa: F401
     from pytest_mcpeval.report.types import CaseResult, LintResult  # noqa: F401
     from pytest_mcpeval.run.case import CaseRef  # noqa: F401
 
@@ -19,3 +20,4 @@ LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the 
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
 CORRUPTED_KEY = pytest.StashKey[list[str]]()  # cache entries that could not be read
 UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)
+INTERRUPTS_KEY = pytest.StashKey["Interrupts"]()  # SIGINT / SIGTERM during the session (interrupts.py)

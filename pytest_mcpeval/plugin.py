@@ -24,6 +24,7 @@ from pytest_mcpeval.defaults import (
 from pytest_mcpeval.keys import (
     CASE_KEY,
     CORRUPTED_KEY,
+    INTERRUPTS_KEY,
     LINT_KEY,
     RESULT_KEY,
     SETTINGS_KEY,
@@ -211,7 +212,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_mcpeval.interrupts import Interrupts, end_with_parent
+
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    worker = hasattr(config, "workerinput")
+    config.stash[INTERRUPTS_KEY] = Interrupts(worker=worker)
+    if worker:  # an xdist worker ends with its controller, killed outright too: no call made for a dead run
+        import signal
+
+        end_with_parent(signal.SIGTERM)
     if config.stash[SETTINGS_KEY].processes:  # --mcp-processes=N: litellm imports in the workers while pytest collects
         from pytest_mcpeval.run.dispatch import start_chosen_processes
 
@@ -219,7 +228,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # xdist workers neither gate nor print
         from pytest_mcpeval.session import EvalSession
 
-        config.pluginmanager.register(EvalSession(config), "mcpeval-session")
+        session = EvalSession(config)
+        config.pluginmanager.register(session, "mcpeval-session")
+        session.remove_stale_outputs()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """SIGINT and SIGTERM stop the run as Ctrl-C does, from here to the end of the session (interrupts.py)."""
+    session.config.stash[INTERRUPTS_KEY].install()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodeready(node: Any) -> None:
+    """xdist only: the controller passes a signal it receives on to its workers (interrupts.py)."""
+    pid = getattr(getattr(getattr(node.gateway, "_io", None), "popen", None), "pid", None)  # execnet's Popen
+    if isinstance(pid, int):
+        node.config.stash[INTERRUPTS_KEY].forward_to.add(pid)
 
 
 # -- pytest-xdist: which worker runs which items (docs/caching.md#with-pytest-xdist) -----------------
@@ -287,6 +312,10 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     import sys
+
+    interrupts = config.stash.get(INTERRUPTS_KEY, None)
+    if interrupts is not None:
+        interrupts.restore()
 
     dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # never imported: nothing was started
     if dispatch is not None:
@@ -360,6 +389,8 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if getattr(report, "mcpeval_not_run", False):  # an interrupted run's case never reached (session.py)
+        return "not run", "", "NOT RUN"
     results = getattr(report, "mcpeval", None)
     if report.when != "call" or not isinstance(results, list) or not results:
         return None
@@ -400,7 +431,7 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     files = {item.path for item in request.session.items if _runs_a_model(item)}
     dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
                                 settings.timeout, workers=makes_calls_at_once(config, len(files)))
-    dispatcher = Dispatcher(dispatch, cache, call_processes(config))
+    dispatcher = Dispatcher(dispatch, cache, call_processes(config), stopping=config.stash[INTERRUPTS_KEY].stopping)
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime

@@ -77,10 +77,11 @@ class DispatchSettings:
 
 class Dispatcher:
     def __init__(self, settings: DispatchSettings, cache: ResponseCache | None,
-                 processes: CallProcesses | None = None) -> None:
+                 processes: CallProcesses | None = None, stopping: threading.Event | None = None) -> None:
         self.settings = settings
         self.cache = cache
         self.processes = processes  # --mcp-processes: litellm calls made in worker processes
+        self.stopping = stopping  # set on SIGINT / SIGTERM (interrupts.py): no call starts after it
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
         self._pools: dict[str, DaemonPool] = {}
         self._lock = threading.RLock()
@@ -157,6 +158,8 @@ class Dispatcher:
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
+        if self.stopping is not None and self.stopping.is_set():  # the run is ending: nothing more is paid for
+            raise ModelCallError(f"{unit.label}: not called: the run was interrupted")
         seed = zlib.crc32(unit.key.encode())
         reply = None
         if self.processes is not None:
