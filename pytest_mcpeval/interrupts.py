@@ -92,11 +92,12 @@ class Interrupts:
         raise KeyboardInterrupt
 
 
-def end_with_parent(signum: int) -> None:
+def end_with_parent(signum: int, kernel: bool = True) -> None:
     """This process receives ``signum`` when its parent ends (killed outright too).  Call it early in the
-    process; a parent gone already sends the signal at once."""
+    process; a parent gone already sends the signal at once.  ``kernel=False`` where the parent's thread that
+    started this process may end before the parent does (the kernel's signal follows that thread)."""
     parent = os.getppid()
-    if sys.platform.startswith("linux"):
+    if kernel and sys.platform.startswith("linux"):
         try:
             import ctypes
 

@@ -124,7 +124,9 @@ def _warm() -> None:
         with contextlib.suppress(OSError):
             os.close(alive)
         server._forkserver_alive_fd = None  # type: ignore[union-attr]
-    end_with_parent(signal.SIGKILL)  # nothing of the run is in a worker: its calls in flight are abandoned
+    # nothing of the run is in a worker: its calls in flight are abandoned; the kernel's signal only for a worker
+    # forked by the fork server (under spawn its parent is a starting thread of the pytest process, soon gone)
+    end_with_parent(signal.SIGKILL, kernel=isinstance(alive, int))
     litellm_client.load_litellm()
 
 
