@@ -242,9 +242,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodeready(node: Any) -> None:
     """xdist only: the controller passes a signal it receives on to its workers (interrupts.py)."""
-    pid = getattr(getattr(getattr(node.gateway, "_io", None), "popen", None), "pid", None)  # execnet's Popen
-    if isinstance(pid, int):
+    pid = _worker_pid(node)
+    if pid is not None:
         node.config.stash[INTERRUPTS_KEY].forward_to.add(pid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    node.config.stash[INTERRUPTS_KEY].forward_to.discard(_worker_pid(node))  # its pid may be another's later
+
+
+def _worker_pid(node: Any) -> int | None:
+    """The pid of an xdist worker started by execnet's popen gateway (``-n``); ``None`` for another kind of
+    gateway (a remote worker), which only xdist's own shutdown then reaches."""
+    pid = getattr(getattr(getattr(node.gateway, "_io", None), "popen", None), "pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 # -- pytest-xdist: which worker runs which items (docs/caching.md#with-pytest-xdist) -----------------

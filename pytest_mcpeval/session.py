@@ -154,7 +154,7 @@ class EvalSession:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         stopped = f"interrupted by {signalled}" if signalled is not None else self.stopped(session, exitstatus)
         missing = settings.redactor.data(self.missing_results(stopped, settings.repeat))  # the rest came masked
-        if signalled is not None or exitstatus == pytest.ExitCode.INTERRUPTED:
+        if stopped is not None and stopped.startswith("interrupted"):  # a signal; not -x (it stops as it stops)
             self.report_not_run(missing)
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
                 and settings.html_path is None and not settings.thresholds and not self.lint):
