@@ -199,6 +199,11 @@ def test_the_handlers_are_python_s_again_after_the_session_and_a_user_s_own_stay
         def own(signum: int, frame: object) -> None:
             pass
 
+        thread = threading.Thread(target=Interrupts().install)  # only the main thread may: a no-op elsewhere
+        thread.start()
+        thread.join()
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
         signal.signal(signal.SIGTERM, own)
         interrupts = Interrupts()
         interrupts.install()
