@@ -10,6 +10,7 @@ import pytest
 from pytest_mcpeval.settings import Settings
 
 if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic and PyYAML
+    from pytest_mcpeval.interrupts import Interrupts  # noqa: F401
     from pytest_mcpeval.report.types import CaseResult, LintResult  # noqa: F401
     from pytest_mcpeval.run.case import CaseRef  # noqa: F401
 
@@ -22,3 +23,4 @@ TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tool
 CORRUPTED_KEY = pytest.StashKey[list[tuple[str, str]]]()
 BUDGET_DIR_KEY = pytest.StashKey[Path]()  # --mcp-max-cost: the run's spend files (run.budget)
 UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)
+INTERRUPTS_KEY = pytest.StashKey["Interrupts"]()  # SIGINT / SIGTERM during the session (interrupts.py)

@@ -26,6 +26,7 @@ from pytest_mcpeval.keys import (
     BUDGET_DIR_KEY,
     CASE_KEY,
     CORRUPTED_KEY,
+    INTERRUPTS_KEY,
     LINT_KEY,
     RESULT_KEY,
     SETTINGS_KEY,
@@ -252,7 +253,15 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_mcpeval.interrupts import Interrupts, end_with_parent
+
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    worker = hasattr(config, "workerinput")
+    config.stash[INTERRUPTS_KEY] = Interrupts(worker=worker)
+    if worker:  # an xdist worker ends with its controller, killed outright too: no call made for a dead run
+        import signal
+
+        end_with_parent(signal.SIGTERM)
     if config.stash[SETTINGS_KEY].max_cost is not None:  # one ledger of spend for the whole run (run.budget)
         from pytest_mcpeval.run.budget import WORKERINPUT_KEY as BUDGET_INPUT
         from pytest_mcpeval.run.budget import make_ledger
@@ -266,7 +275,35 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # xdist workers neither gate nor print
         from pytest_mcpeval.session import EvalSession
 
-        config.pluginmanager.register(EvalSession(config), "mcpeval-session")
+        session = EvalSession(config)
+        config.pluginmanager.register(session, "mcpeval-session")
+        session.remove_stale_outputs()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """SIGINT and SIGTERM stop the run as Ctrl-C does, from here to the end of the session (interrupts.py)."""
+    session.config.stash[INTERRUPTS_KEY].install()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodeready(node: Any) -> None:
+    """xdist only: the controller passes a signal it receives on to its workers (interrupts.py)."""
+    pid = _worker_pid(node)
+    if pid is not None:
+        node.config.stash[INTERRUPTS_KEY].forward_to.add(pid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    node.config.stash[INTERRUPTS_KEY].forward_to.discard(_worker_pid(node))  # its pid may be another's later
+
+
+def _worker_pid(node: Any) -> int | None:
+    """The pid of an xdist worker started by execnet's popen gateway (``-n``); ``None`` for another kind of
+    gateway (a remote worker), which only xdist's own shutdown then reaches."""
+    pid = getattr(getattr(getattr(node.gateway, "_io", None), "popen", None), "pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 # -- pytest-xdist: which worker runs which items (docs/caching.md#with-pytest-xdist) -----------------
@@ -358,6 +395,10 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     import sys
+
+    interrupts = config.stash.get(INTERRUPTS_KEY, None)
+    if interrupts is not None:
+        interrupts.restore()
 
     dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # never imported: nothing was started
     if dispatch is not None:
@@ -451,6 +492,8 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if getattr(report, "mcpeval_not_run", False):  # an interrupted run's case never reached (session.py)
+        return "not run", "", "NOT RUN"
     results = getattr(report, "mcpeval", None)
     if report.when != "call" or not isinstance(results, list) or not results:
         return None
@@ -496,7 +539,8 @@ def mcpeval_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
         from pytest_mcpeval.run.budget import Budget
 
         budget = Budget(settings.max_cost, config.stash[BUDGET_DIR_KEY])
-    dispatcher = Dispatcher(dispatch, cache, call_processes(config), budget)
+    dispatcher = Dispatcher(dispatch, cache, call_processes(config), budget,
+                            stopping=config.stash[INTERRUPTS_KEY].stopping)
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime

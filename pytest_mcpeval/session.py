@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_mcpeval.keys import CORRUPTED_KEY, SETTINGS_KEY, UNWRITABLE_KEY
+from pytest_mcpeval.keys import CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
@@ -123,13 +123,45 @@ class EvalSession:
                 bad = [*bad, (outcome, note)]
         self.config.stash[CORRUPTED_KEY] = bad
 
+    def remove_stale_outputs(self) -> None:
+        """At configure time: the report, Markdown summary, HTML page and junit XML this run was asked for are
+        removed from an older run, so that a run that ends before writing them (killed, a usage error, a
+        crash) leaves none that claims a gate it did not pass.  Not for ``--collect-only``, which writes none
+        of them; baselines are references, never removed."""
+        import os
+
+        settings = self.config.stash[SETTINGS_KEY]
+        if self.config.option.collectonly:
+            return
+        paths = [p for p in (settings.report_path, settings.markdown_path, settings.html_path) if p is not None]
+        junit = self.config.getoption("xmlpath", None)  # pytest's --junitxml, written at its sessionfinish
+        if junit and (paths or settings.models):  # a run of this plugin's (pytest's own runs are not ours)
+            paths.append(Path(os.path.expandvars(os.path.expanduser(str(junit)))).absolute())
+        for path in paths:
+            with contextlib.suppress(OSError):
+                if path.is_file() or path.is_symlink():
+                    path.unlink()
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        interrupts = self.config.stash[INTERRUPTS_KEY]
+        interrupts.finishing = True  # a signal from here on is recorded: it does not cut the writing short
+        try:
+            self.finish(session, exitstatus)
+        finally:
+            interrupts.finishing = False
+
+    def finish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.config.stash[SETTINGS_KEY]
+        signalled = self.config.stash[INTERRUPTS_KEY].signal_name
         if self.config.option.collectonly or exitstatus == pytest.ExitCode.USAGE_ERROR:
             return  # nothing was meant to run, or nothing could: no report, no gate
-        stopped = self.stopped(session, exitstatus)
+        if signalled is not None:  # whatever pytest was doing when it came (a second Ctrl-C: exit status 0)
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        stopped = f"interrupted by {signalled}" if signalled is not None else self.stopped(session, exitstatus)
         missing = settings.redactor.data(self.missing_results(stopped, settings.repeat))  # the rest came masked
+        if stopped is not None and stopped.startswith("interrupted"):  # a signal; not -x (it stops as it stops)
+            self.report_not_run(missing)
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
                 and settings.html_path is None and not settings.thresholds and not self.lint):
             return
@@ -205,7 +237,9 @@ class EvalSession:
             self.write_html(report, settings, settings.html_path)
         if settings.report_path is not None:
             self.write(report, settings.report_path, "--mcp-report", report)
-        if self.usage_errors:
+        if signalled is not None:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif self.usage_errors:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -227,6 +261,29 @@ class EvalSession:
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             return "interrupted (Ctrl-C or a signal)"
         return None
+
+    def report_not_run(self, missing: list[CaseResult]) -> None:
+        """After an interruption: a failed setup report for each case the run never reached, so that what reads
+        the test reports (junit XML, the terminal's counts) has every case, as the report does.  The terminal
+        counts them as ``not run`` and lists none of them one by one (see :func:`not_run_status`)."""
+        by_nodeid: dict[str, list[CaseResult]] = {}
+        for nodeid, identity in self.expected.items():
+            if nodeid in self.reported or nodeid in self.skipped or nodeid in self.failures:
+                continue
+            by_nodeid[nodeid] = [r for r in missing if r["file"] == identity["file"] and r["id"] == identity["id"]
+                                 and r["model"] == identity["model"]]
+        for nodeid, results in by_nodeid.items():
+            if not results:
+                continue
+            identity = self.expected[nodeid]
+            report = pytest.TestReport(nodeid, (identity["file"], identity["line"] - 1, nodeid.partition("::")[2]),
+                                       {}, "failed", str(results[0]["error"]), "setup")
+            report.mcpeval = results  # type: ignore[attr-defined]
+            report.mcpeval_not_run = True  # type: ignore[attr-defined]
+            self.config.hook.pytest_runtest_logreport(report=report)  # reaches pytest_runtest_logreport above too
+        for results in by_nodeid.values():
+            for result in results:
+                missing.remove(result)
 
     def missing_results(self, stopped: str | None, repeats: int) -> list[CaseResult]:
         """An error result for every selected case that sent none: the item of a crashed xdist worker, and

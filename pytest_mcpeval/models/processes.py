@@ -26,6 +26,7 @@ had in flight errors of their cases.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -128,23 +129,31 @@ _Manager.register("Caller", _Caller)
 
 def _warm() -> None:
     """The worker's initializer: litellm imported before the first call (a no-op when the fork server has it),
-    and a watch on its parent (the fork server, which ends with the pytest process): a pytest process that is
-    killed outright leaves no worker behind."""
+    and the worker ends with its parent, the fork server, which ends with the pytest process: a pytest process
+    killed outright (SIGKILL, or SIGTERM outside a session) leaves no worker behind.
+
+    The fork server ends when the last holder of its "alive" pipe is gone, and it hands that pipe to every
+    process it forks (so that they may use it in turn): a worker holding it kept the fork server alive, which
+    kept the worker alive (the fork server, its resource tracker and two workers outlived a pytest process sent
+    SIGTERM).  A worker forks nothing: it closes its copy."""
+    import signal
+    from multiprocessing import forkserver
+
+    from pytest_mcpeval.interrupts import end_with_parent
     from pytest_mcpeval.models import litellm_client
 
     for name in PER_ITEM_ENV:  # the fork server may have been started while an item ran: not the worker's to keep
         os.environ.pop(name, None)
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)  # None under spawn
+    if isinstance(alive, int):
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
+    # nothing of the run is in a worker: its calls in flight are abandoned; the kernel's signal only for a worker
+    # forked by the fork server (under spawn its parent is a starting thread of the pytest process, soon gone)
+    end_with_parent(signal.SIGKILL, kernel=isinstance(alive, int))
     litellm_client.load_litellm()
-    parent = os.getppid()
-
-    def watch() -> None:
-        import time
-
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="mcpeval-parent-watch", daemon=True).start()
 
 
 def _context() -> Any:
@@ -265,7 +274,6 @@ class CallProcesses:
 
 
 def _stop(pid: int) -> None:
-    import contextlib
     import signal
 
     with contextlib.suppress(OSError):  # already gone

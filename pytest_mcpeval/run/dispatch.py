@@ -86,11 +86,13 @@ class DispatchSettings:
 
 class Dispatcher:
     def __init__(self, settings: DispatchSettings, cache: ResponseCache | None,
-                 processes: CallProcesses | None = None, budget: Budget | None = None) -> None:
+                 processes: CallProcesses | None = None, budget: Budget | None = None,
+                 stopping: threading.Event | None = None) -> None:
         self.settings = settings
         self.cache = cache
         self.budget = budget  # --mcp-max-cost: checked before each call made, paid calls added after
         self.processes = processes  # --mcp-processes: litellm calls made in worker processes
+        self.stopping = stopping  # set on SIGINT / SIGTERM (interrupts.py): no call starts after it
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
         self._pools: dict[str, DaemonPool] = {}
         self._lock = threading.RLock()
@@ -189,6 +191,8 @@ class Dispatcher:
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
+        if self.stopping is not None and self.stopping.is_set():  # the run is ending: nothing more is paid for
+            raise ModelCallError(f"{unit.label}: not called: the run was interrupted")
         if self.budget is not None:
             try:
                 self.budget.check()

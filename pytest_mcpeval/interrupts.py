@@ -1,0 +1,119 @@
+"""SIGINT and SIGTERM during a session: the run stops as after Ctrl-C, and the report says so.
+
+Python's own SIGTERM handling ends the process where it stands: no report, no junit XML, a gate that was
+never evaluated, and the worker processes of the run left calling the model.  CI runners and ``timeout``
+send SIGTERM.  So for the session's duration (``pytest_sessionstart`` to ``pytest_unconfigure``), in the main
+thread, :class:`Interrupts` handles both signals the same way:
+
+- the signal is recorded first, so the end of the session knows the run was interrupted whatever pytest
+  was doing when it arrived (a second Ctrl-C while pytest formats the first one used to reach
+  ``pytest_sessionfinish`` with exit status 0: a report saying ``interrupted: false`` and a baseline);
+- :attr:`stopping` is set: no model call starts after it (the dispatcher's threads check it), the calls in
+  flight are abandoned when the process exits;
+- the xdist workers of the run are sent the same signal (the controller stays alive to write the report;
+  xdist would otherwise let them run for 5 s before it interrupts them);
+- then ``KeyboardInterrupt`` (:class:`Terminated` for SIGTERM) is raised in the main thread, and pytest ends
+  the session as after Ctrl-C: exit status 2, ``pytest_sessionfinish`` runs, the report is written.
+
+A signal that arrives while the report is being written (:attr:`finishing`) is recorded, not raised: it takes
+well under a second and an interruption must not leave half of the files.  A handler someone else set before
+the session (a ``conftest.py``, another plugin, a program calling ``pytest.main``) is left in place, and the
+signal is theirs; only Python's defaults are replaced, and restored at the end.
+
+:func:`end_with_parent` makes a process (an xdist worker, a worker of ``--mcp-processes``) receive a signal when
+its parent ends, even by SIGKILL: ``PR_SET_PDEATHSIG`` on Linux, a thread watching ``getppid()`` elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+_HANDLED = (signal.SIGINT, signal.SIGTERM)
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM: pytest ends the session as after Ctrl-C (exit status 2)."""
+
+
+class Interrupts:
+    def __init__(self, worker: bool = False) -> None:
+        self.worker = worker  # an xdist worker: only the first signal is raised (its controller ends it)
+        self.received: list[str] = []  # names of the signals received, in order
+        self.stopping = threading.Event()  # set at the first signal: no model call starts after it
+        self.finishing = False  # the report is being written: a signal is recorded, not raised
+        self.forward_to: set[int] = set()  # pids told of the signal (the xdist workers of this controller)
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM where Python's defaults are in place (only the main thread may)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+        for signum in _HANDLED:
+            if signal.getsignal(signum) is defaults[signum]:  # a handler of someone else's (or SIG_IGN) stays
+                self._previous[signum] = signal.signal(signum, self._handle)
+
+    def restore(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, previous in self._previous.items():
+            if signal.getsignal(signum) == self._handle:  # not replaced meanwhile by someone else
+                signal.signal(signum, previous)
+        self._previous.clear()
+
+    @property
+    def signal_name(self) -> str | None:
+        """The first signal received, as the report names it."""
+        if not self.received:
+            return None
+        first = self.received[0]
+        return f"{first} (Ctrl-C)" if first == "SIGINT" else first
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        first = not self.stopping.is_set()
+        self.stopping.set()
+        if first:
+            for pid in sorted(self.forward_to):
+                with contextlib.suppress(OSError):  # already gone
+                    os.kill(pid, signum)
+        if self.finishing or (self.worker and not first):
+            return
+        if signum == signal.SIGTERM:
+            raise Terminated(f"{name}: the run was stopped")
+        raise KeyboardInterrupt
+
+
+def end_with_parent(signum: int, kernel: bool = True) -> None:
+    """This process receives ``signum`` when its parent ends (killed outright too).  Call it early in the
+    process; a parent gone already sends the signal at once.  ``kernel=False`` where the parent's thread that
+    started this process may end before the parent does (the kernel's signal follows that thread)."""
+    parent = os.getppid()
+    if kernel and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # it ended before the kernel was told
+                    os.kill(os.getpid(), signum)
+                return
+        except (OSError, AttributeError):  # no libc to load, or no prctl in it: watch instead
+            pass
+
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=watch, name="mcpeval-parent-watch", daemon=True).start()
