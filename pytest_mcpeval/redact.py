@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 MASK = "REDACTED"  # no Markdown or HTML meaning: it is also applied to rendered Markdown
@@ -239,23 +239,43 @@ class Redactor:
             return value
         return self._walk(value)  # type: ignore[no-any-return]
 
-    def _walk(self, value: Any) -> Any:
+    def value_text(self, text: str) -> str:
+        """``text`` with the secret values masked, and nothing else: no shape rule (see :meth:`data_by_value`)."""
+        values = self._values
+        return values.sub(MASK, text) if values is not None and text else text
+
+    def data_by_value(self, value: T) -> T:
+        """As :meth:`data`, masking the run's secret values only, not by shape: what the response cache stores.
+        A shape rule can match ordinary text (``basic information``, ``token counting``), and a cached reply must
+        replay as it was sent and scored (its arguments, a signed thinking block, the next turn's cache key)."""
+        if self._values_json is None:
+            return value
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return self._walk(value, self.value_text)  # type: ignore[no-any-return]
+        if self._values_json.search(text) is None:
+            return value
+        return self._walk(value, self.value_text)  # type: ignore[no-any-return]
+
+    def _walk(self, value: Any, mask: Callable[[str], str] | None = None) -> Any:
         """The copy :meth:`data` returns, built iteratively: a model's arguments or a server's answer may nest
         deeper than Python's stack.  Children are visited in order, so of two keys that mask to the same one
         the later wins, as in a dict display; a tuple is built as a list and frozen once its items are done."""
+        mask = mask or self.text
         root: list[Any] = [None]
         stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
         frozen: list[tuple[list[Any], Any, Any]] = []  # (items, parent, key) of every tuple, outermost first
         while stack:
             item, parent, key = stack.pop()
             if isinstance(item, str):
-                parent[key] = self.text(item) if item else item
+                parent[key] = mask(item) if item else item
             elif isinstance(item, dict):  # keys too: a model may put a secret in an argument's name
                 out: dict[Any, Any] = {}
                 parent[key] = out
                 children = []
                 for k, v in item.items():
-                    new_key = self.text(k) if isinstance(k, str) else k
+                    new_key = mask(k) if isinstance(k, str) else k
                     out[new_key] = None
                     children.append((v, out, new_key))
                 stack.extend(reversed(children))

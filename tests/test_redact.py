@@ -151,3 +151,27 @@ def test_learnt_secrets_are_masked_from_then_on_and_listed() -> None:
     assert redactor.add(["learnt-secret-1", "short", "configured-secret"]) == ["learnt-secret-1"]
     assert redactor.text("a learnt-secret-1, configured-secret") == f"a {MASK}, {MASK}"
     assert redactor.learned == ["learnt-secret-1"]  # what an xdist worker hands to the controller
+
+
+def test_the_cache_is_masked_by_value_only() -> None:
+    """What the response cache stores: the run's secret values masked, ordinary text that has the shape of a
+    credential ("basic information", "token counting") kept, so a reply replays as it was sent and scored."""
+    from pytest_mcpeval.redact import Redactor
+
+    redactor = Redactor(["s3cr3t-value-123456"])
+    entry = {"reply": {"content": "basic information, token counting, s3cr3t-value-123456",
+                       "thinking_blocks": [{"thinking": "Bearer abcdefghijkl"}]}}
+    assert redactor.data_by_value(entry) == {
+        "reply": {"content": "basic information, token counting, REDACTED",
+                  "thinking_blocks": [{"thinking": "Bearer abcdefghijkl"}]}}
+    assert redactor.data(entry)["reply"]["thinking_blocks"][0]["thinking"] != "Bearer abcdefghijkl"  # the report's
+    untouched = {"a": ["basic information"]}
+    assert redactor.data_by_value(untouched) is untouched
+
+
+def test_unclosed_json_in_a_reply_is_no_call_and_no_recursion() -> None:
+    from pytest_mcpeval.models.text_calls import find_text_calls
+
+    assert find_text_calls("[" * 5000 + "1", {"get_me"}) == []
+    assert find_text_calls("[" * 500 + "1," * 400_000, {"get_me"}) == []  # was quadratic: 7.5 s
+    assert find_text_calls('{"name": "get_me", "arguments": {}} ' + "[" * 5000, {"get_me"})[0].name == "get_me"

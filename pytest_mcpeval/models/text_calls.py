@@ -61,21 +61,33 @@ def _calls_in(value: Any, names: Collection[str]) -> list[tuple[str, str]]:
     return [found for item in items if (found := _call(item, names)) is not None]
 
 
+MAX_TEXT = 100_000  # characters of a reply searched for calls: a call is short, a reply may be megabytes
+MAX_ATTEMPTS = 64  # starts tried that are not JSON: each attempt may read to the end of the text
+
+
 def _json_values(text: str) -> Iterator[tuple[int, int, Any]]:
     """Every JSON object or list that starts at a ``{`` or ``[`` of ``text`` and is not inside an earlier one:
-    ``(start, end, value)``."""
+    ``(start, end, value)``.  Bounded, as the text is the model's: its first :data:`MAX_TEXT` characters, at
+    most :data:`MAX_ATTEMPTS` starts that are not JSON (``[[[[...`` unclosed was quadratic), and values nested
+    within the depth bound (deeper JSON is no call, and ``json`` itself overflows its stack near 1,000)."""
+    from pytest_mcpeval.bounds import depth_exceeds
+
+    text = text[:MAX_TEXT]
     position = 0
-    while True:
+    failures = 0
+    while failures < MAX_ATTEMPTS:
         starts = [i for i in (text.find("{", position), text.find("[", position)) if i >= 0]
         if not starts:
             return
         start = min(starts)
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
+            failures += 1
             position = start + 1
             continue
-        yield start, end, value
+        if not depth_exceeds(value):
+            yield start, end, value
         position = end
 
 

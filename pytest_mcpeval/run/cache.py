@@ -249,7 +249,8 @@ class ResponseCache:
         """Store ``entry``; ``False`` when it could not be written (the reason is in :attr:`unwritable`)."""
         from pytest_mcpeval.redact import current
 
-        data = current().data(dict(entry))  # the directory is meant to be committed: no secret in it
+        # the directory is meant to be committed: no secret value in it (by value only: see Redactor.data_by_value)
+        data = current().data_by_value(dict(entry))
         data["run"] = self.run_id
         return self._write(self.path(model, key), data)
 

@@ -35,6 +35,7 @@ from pytest_mcpeval.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
     from pytest_mcpeval.benchmark.loader import Benchmark
+    from pytest_mcpeval.benchmark.schema import Case
     from pytest_mcpeval.models.config import ModelSpec
 
 _DONE_KEY = pytest.StashKey[bool]()
@@ -49,20 +50,24 @@ def wanted(config: pytest.Config) -> bool:
     return not (settings.no_preflight or config.option.collectonly or settings.list_tools or settings.snapshot_update)
 
 
-def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, ModelSpec]]) -> None:
+def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpec]]) -> None:
     """Try every model and server of ``cases`` (the selected case items that will call a model); a usage error
     naming each that fails."""
+    from pytest_mcpeval.collect import needs_judge
+
     config.stash[_DONE_KEY] = True
     models: dict[str, ModelSpec] = {}
     servers: dict[str, tuple[Benchmark, str]] = {}
-    for bench, model in cases:
+    judged = False
+    for bench, case, model in cases:
         models.setdefault(model.name, model)
+        judged = judged or needs_judge(case)
         spec = bench.spec.server
         if spec is not None and spec.tools_file is None:
             key = f"{bench.path.parent.resolve()}|{spec.model_dump_json()}"
             servers.setdefault(key, (bench, spec.describe()))
     settings = config.stash[SETTINGS_KEY]
-    if settings.judge_model:
+    if settings.judge_model and judged:  # only a case whose claims need the judge calls it
         judge = settings.registry.resolve(settings.judge_model)
         models.setdefault(judge.name, judge)
     problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
@@ -117,7 +122,7 @@ def _calls_needed(config: pytest.Config, model: ModelSpec) -> bool:
     settings = config.stash[SETTINGS_KEY]
     if settings.record == "none":
         return False
-    if settings.record == "off":
+    if settings.record in ("off", "all"):  # "all" calls everything again, whatever the cache holds
         return True
     folder = model_folder(settings.cache_dir, model)
     try:
@@ -161,26 +166,27 @@ def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]]
     return problems
 
 
-def from_items(items: Iterable[pytest.Item]) -> list[tuple[Benchmark, ModelSpec]]:
+def from_items(items: Iterable[pytest.Item]) -> list[tuple[Benchmark, Case, ModelSpec]]:
     """The (file, model) of each selected case item that will call a model (not skipped)."""
     from pytest_mcpeval.keys import CASE_KEY
 
-    out: list[tuple[Benchmark, ModelSpec]] = []
+    out: list[tuple[Benchmark, Case, ModelSpec]] = []
     for item in items:
         ref = item.stash.get(CASE_KEY, None)
         if ref is not None and ref.model is not None and item.get_closest_marker("skip") is None:
-            out.append((ref.bench, ref.model))
+            out.append((ref.bench, ref.case, ref.model))
     return out
 
 
-def from_identities(config: pytest.Config, identities: Iterable[dict[str, Any]]) -> list[tuple[Benchmark, ModelSpec]]:
+def from_identities(config: pytest.Config,
+                    identities: Iterable[dict[str, Any]]) -> list[tuple[Benchmark, Case, ModelSpec]]:
     """The same, on the xdist controller, from the cases the workers selected (run/identities.py): the files
     are read again, as the judge check reads them."""
     from pytest_mcpeval.benchmark.loader import BenchmarkError, load
 
     settings = config.stash[SETTINGS_KEY]
     benches: dict[str, Benchmark | None] = {}
-    out: list[tuple[Benchmark, ModelSpec]] = []
+    out: list[tuple[Benchmark, Case, ModelSpec]] = []
     for identity in identities:
         file = identity["file"]
         if file not in benches:
@@ -200,5 +206,5 @@ def from_identities(config: pytest.Config, identities: Iterable[dict[str, Any]])
             continue
         model = next((m for m in settings.model_specs(bench.spec.models) if m.name == identity["model"]), None)
         if model is not None:
-            out.append((bench, model))
+            out.append((bench, case, model))
     return out

@@ -34,7 +34,7 @@ def script(fake: AnthropicFake) -> None:
     fake.script("Show me WEB-12.", {"thinking": "A lookup.",
                                     "tool_calls": [{"name": "get_issue", "arguments": {"issue_key": "WEB-12"}}]})
     fake.flow("Who opened WEB-12?",
-              {"thinking": "First the issue.",
+              {"thinking": "First the basic information of the issue.",
                "tool_calls": [{"name": "get_issue", "arguments": {"issue_key": "WEB-12"}}]},
               {"thinking": "Carol opened it; who is carol?",
                "tool_calls": [{"name": "get_user", "arguments": {"username": "carol"}}]},
@@ -80,17 +80,20 @@ def test_thinking_blocks_go_back_unchanged_and_replay_from_the_cache(pytester: p
         last = fake.requests[-1]["body"]["messages"]
         assistants = [m["content"] for m in last if m["role"] == "assistant"]
         assert [blocks[0] for blocks in assistants] == [
-            {"type": "thinking", "thinking": "First the issue.", "signature": signature("First the issue.")},
+            {"type": "thinking", "thinking": "First the basic information of the issue.", "signature": signature("First the basic information of the issue.")},
             {"type": "thinking", "thinking": "Carol opened it; who is carol?",
              "signature": signature("Carol opened it; who is carol?")}]
         assert [b["type"] for b in assistants[0]] == ["thinking", "tool_use"]
         entries = [json.loads(p.read_text()) for p in Path(pytester.path, ".mcpeval", "cache").rglob("*.json")]
         kept = sorted(b["thinking"] for e in entries for b in e["reply"].get("thinking_blocks", []))
-        assert kept == ["Carol opened it; who is carol?", "Done.", "First the issue."]
+        # kept as sent: "basic information" has the shape of a credential, and the cache masks by value only
+        assert kept == ["Carol opened it; who is carol?", "Done.", "First the basic information of the issue."]
         made = len(fake.requests)
         again = evaluate(pytester, "-k", "flow")
         assert len(fake.requests) == made  # every turn replayed: the conversation is the same, byte for byte
         assert next(c for c in again["cases"] if c["id"] == "flow")["usage"]["cached"] is True
+        replayed = evaluate(pytester, "-k", "flow", "--mcp-record=none")  # and replays with nothing to call
+        assert next(c for c in replayed["cases"] if c["id"] == "flow")["passed"] is True
 
 
 def test_without_the_fix_anthropic_refuses_turn_two(pytester: pytest.Pytester) -> None:
