@@ -53,7 +53,7 @@ def _calls_ended() -> Iterator[None]:
 
     for thread in threading.enumerate():
         if thread.name == "mcpeval-call":
-            thread.join(timeout=5)
+            thread.join(timeout=30)
 
 
 @pytest.fixture

@@ -100,12 +100,14 @@ def test_servers_that_cannot_start_are_one_line_each(pytester: pytest.Pytester, 
 
 def test_a_good_run_checks_each_server_once_and_keeps_no_log(pytester: pytest.Pytester,
                                                              model_server: ScriptedModelServer,
-                                                             xdist_args: list[str]) -> None:
+                                                             xdist_args: list[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The check starts each server once (before the run starts it again); nothing of it is left behind."""
     import tempfile
-    from pathlib import Path
 
-    before = set(Path(tempfile.gettempdir()).glob("mcpeval-preflight-*"))
+    temporary = pytester.path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # this run's own: other tests keep their checks' logs
     bench = f"server: {{command: [{json.dumps(sys.executable)}, counting.py]}}\n" + cases(3)
     make_project(pytester, model_server, {"counting.py": COUNTING_SERVER, "a.mcpeval.yaml": bench})
     model_server.script("*", GET_ME)
@@ -114,7 +116,7 @@ def test_a_good_run_checks_each_server_once_and_keeps_no_log(pytester: pytest.Py
     result.assert_outcomes(passed=3)
     starts = (pytester.path / "starts.txt").read_text().count("start")
     assert starts == (3 if xdist_args else 2)  # the check's, then each process of the run
-    assert set(Path(tempfile.gettempdir()).glob("mcpeval-preflight-*")) == before
+    assert list(temporary.glob("mcpeval-preflight-*")) == []
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-no-preflight", *xdist_args)
     assert (pytester.path / "starts.txt").read_text().count("start") == starts + (2 if xdist_args else 1)
 

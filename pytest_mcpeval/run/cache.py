@@ -141,6 +141,7 @@ class _Call(BaseModel):
     name: str
     arguments: str
     id: str = ""
+    fields: dict[str, Any] | None = None  # what the provider needs back with the call (Gemini's thought_signature)
 
 
 class _Reply(BaseModel):
@@ -159,6 +160,9 @@ class _Reply(BaseModel):
     ranking: list[Annotated[tuple[StrictStr, StrictFloat], Field(strict=False)]] | None = None  # JSON: lists
     top_k: _Count = 10
     content_truncated: _Count | None = None
+    thinking_blocks: list[dict[str, Any]] | None = None  # signed, sent back unchanged on a flow's next turn
+    finish_reason: str | None = None
+    provider_finish_reason: str | None = None
 
 
 class _Entry(BaseModel):

@@ -209,7 +209,9 @@ class Dispatcher:
                                timeout=self.settings.timeout, seed=seed)
         if self.budget is not None:
             self.budget.add(reply.cost_usd)
-        if self.cache is not None:
+        # a reply the provider's safety filter withheld is an error, not the model's answer: not kept, as no error
+        # is, so the next run asks again (scoring/stops.py)
+        if self.cache is not None and reply.finish_reason != "content_filter":
             entry = {"model": unit.model.target, "case": unit.label, "repeat": unit.repeat, "reply": reply.to_entry()}
             if reply.params_sent is not None:  # a replay reports them without litellm
                 entry["params_sent"] = reply.params_sent

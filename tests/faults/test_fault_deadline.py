@@ -84,7 +84,9 @@ def test_a_dripping_reply_is_a_timeout_error(pytester: pytest.Pytester, model_se
     result.stdout.no_fnmatch_line("*Traceback*")
     assert result.ret == 1
     assert len(model_server.requests) == 1
-    assert seconds < 2 * TIMEOUT, f"the call held the server {seconds:.1f} s"
+    # about TIMEOUT (the server sees the hang-up at its next byte); the margin is for a loaded machine: the drip
+    # itself takes 150 s
+    assert seconds < 4 * TIMEOUT, f"the call held the server {seconds:.1f} s"
 
 
 def test_each_attempt_has_the_deadline(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:

@@ -80,7 +80,8 @@ def test_thinking_blocks_go_back_unchanged_and_replay_from_the_cache(pytester: p
         last = fake.requests[-1]["body"]["messages"]
         assistants = [m["content"] for m in last if m["role"] == "assistant"]
         assert [blocks[0] for blocks in assistants] == [
-            {"type": "thinking", "thinking": "First the basic information of the issue.", "signature": signature("First the basic information of the issue.")},
+            {"type": "thinking", "thinking": "First the basic information of the issue.",
+             "signature": signature("First the basic information of the issue.")},
             {"type": "thinking", "thinking": "Carol opened it; who is carol?",
              "signature": signature("Carol opened it; who is carol?")}]
         assert [b["type"] for b in assistants[0]] == ["thinking", "tool_use"]

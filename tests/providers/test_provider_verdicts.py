@@ -316,7 +316,8 @@ def test_openai_style_gets_the_error_text(pytester: pytest.Pytester) -> None:
 
 
 def test_finish_reasons_replay_from_the_cache(pytester: pytest.Pytester) -> None:
-    """The cache entry keeps both reasons: a replay without the provider gives the same verdicts."""
+    """The cache entry keeps both reasons: a replay without the provider gives the same verdicts.  A blocked reply
+    is an error and not kept (the next run asks again): replay-only, it has no recorded response."""
     with GeminiFake() as fake:
         project(pytester, fake)
         fake.script("Show me WEB-12.", {"content": "Let me", "finish": "MAX_TOKENS"})
@@ -325,8 +326,9 @@ def test_finish_reasons_replay_from_the_cache(pytester: pytest.Pytester) -> None
         _, recorded = evaluate(pytester)
     _, replayed = evaluate(pytester, "--mcp-record=none")
     fields = ("passed", "diagnosis", "finish_reason", "provider_finish_reason", "blocked", "error")
-    assert [[c.get(f) for f in fields] for c in replayed["cases"]] == [
-        [c.get(f) for f in fields] for c in recorded["cases"]]
+    assert [[c.get(f) for f in fields] for c in replayed["cases"] if c["id"] != "none"] == [
+        [c.get(f) for f in fields] for c in recorded["cases"] if c["id"] != "none"]
     assert [by_id(replayed)[i]["diagnosis"] for i in ("single", "flow")] == ["truncated", "malformed_call"]
-    assert by_id(replayed)["none"]["blocked"] == "content_filter"
+    assert by_id(recorded)["none"]["blocked"] == "content_filter"
+    assert "no recorded response" in by_id(replayed)["none"]["error"]
     assert all(c["usage"]["cached"] for c in replayed["cases"] if not c["error"])
