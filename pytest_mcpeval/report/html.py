@@ -24,7 +24,7 @@ from typing import Any
 
 from pytest_mcpeval.report.html_assets import CSS, JS, script_hash
 from pytest_mcpeval.report.html_cases import cases_table, flow_anchor
-from pytest_mcpeval.report.html_data import RESAMPLES, SEED, word_diff
+from pytest_mcpeval.report.html_data import RESAMPLES, SEED, DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
 from pytest_mcpeval.report.html_model import LIST, TITLES, delta, fmt, model_section, model_title
 from pytest_mcpeval.report.types import MetricChangeView, Report
@@ -95,6 +95,22 @@ def _comparison(report: Report) -> str:
     return _section("comparison", "Comparison with the baseline", "".join(out))
 
 
+_LINE = {"=": ('<span class="dl">', " "), "-": ('<span class="dl del">', "-"), "+": ('<span class="dl ins">', "+")}
+_WORD = {"-": "del", "+": "ins"}
+
+
+def _diff_lines(lines: list[DiffLine]) -> str:
+    """One ``<span class="dl">`` per line (a block: the page needs no newline), its sign first, the words that
+    changed within it in ``<del>`` or ``<ins>``."""
+    out = []
+    for op, runs in lines:
+        opening, sign = _LINE[op]
+        body = "".join(f"<{_WORD[op]}>{text(chunk, LONG)}</{_WORD[op]}>" if changed and op in _WORD
+                       else text(chunk, LONG) for changed, chunk in runs)
+        out.append(f'{opening}<span class="sign">{sign}</span>{body}</span>')
+    return "".join(out)
+
+
 def _description_changes(report: Report, baseline: Mapping[str, Any] | None,
                          changes: Mapping[tuple[str, str], MetricChangeView]) -> str:
     """For every tool whose definition changed since the baseline: its F1 change per model next to the diff."""
@@ -121,16 +137,13 @@ def _description_changes(report: Report, baseline: Mapping[str, Any] | None,
             diff = ("<p class=muted>The description is unchanged: its input schema or annotations changed.</p>"
                     f'<pre class="diff">{text(new, LONG)}</pre>')
         else:
-            runs = []
-            for op, chunk in word_diff(old, new):
-                tag = {"=": "", "-": "del", "+": "ins"}[op]
-                runs.append(f"<{tag}>{text(chunk, LONG)}</{tag}>" if tag else text(chunk, LONG))
-            diff = f'<pre class="diff">{"".join(runs)}</pre>'
+            diff = f'<pre class="diff">{_diff_lines(line_diff(old, new))}</pre>'
         blocks.append(f'<div class="desc-change" data-tool="{attr(tool)}"><div class="delta"><h3><code>'
                       f'{text(tool)}</code></h3>{f1}</div><div><h3>description: baseline → this run</h3>'
                       f"{diff}</div></div>")
     intro = (f"<p>{plural(len(changed), 'tool')} changed since the baseline (the definition hashes of the "
-             "catalogs differ). Removed words are struck through, added words highlighted.</p>")
+             "catalogs differ). Removed lines are marked -, added lines +, and within a changed line the words that "
+             "changed are struck through or highlighted.</p>")
     return _section("descriptions", "Description changes", intro + "".join(blocks))
 
 
