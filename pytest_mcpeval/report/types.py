@@ -168,6 +168,7 @@ class CaseResult(Score):
     hallucinated_tools: NotRequired[list[str]]
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
+    load_s: NotRequired[float]  # one-off setup this case paid, not in latency_s (the local model's load)
     retrieval: NotRequired[CaseRetrieval]
     # flows only (a case with order, mocks, execute: live, claims, forbid or max_turns; docs/flows.md)
     flow: NotRequired[bool]
@@ -260,6 +261,10 @@ class UsageMetrics(TypedDict):
     unpriced_calls: int  # calls made (not replayed) whose model litellm has no price for
     retries: int
     latency_s: Latency
+    # the local model: seconds spent loading it and embedding catalogs (once per process and catalog), summed
+    # over the cases that paid them (`loads`); kept out of latency_s.  Absent when no case loaded anything
+    load_s: NotRequired[float]
+    loads: NotRequired[int]
 
 
 class SelectionMetrics(TypedDict):
