@@ -414,6 +414,23 @@ class LintSection(TypedDict):
     confusable: list[ConfusablePair]
 
 
+# ------------------------------------------------------------------------------------------- snapshots
+
+SnapshotOutcome = Literal["matched", "recorded", "updated", "missing", "changed", "error"]
+
+
+class SnapshotResult(TypedDict):
+    """How one file's ``tool-catalog`` item (--mcp-snapshots) came out (crosses xdist on the test report)."""
+
+    file: str
+    server: str
+    catalog: str | None  # the digest of the catalog compared; None when the server gave none (an error)
+    snapshot: str  # where syrupy keeps it, relative to the rootdir; "" when the server gave no catalog
+    outcome: SnapshotOutcome
+    message: str  # what the failed item said (its first line); "" when it passed
+    diff: list[str]  # `changed`: the plain-text diff, snapshot (-) against the server's catalog (+)
+
+
 # ------------------------------------------------------------------------------------------ comparison
 
 
@@ -485,6 +502,7 @@ class Report(TypedDict):
     gate: Gate
     cases: list[CaseResult]
     lint: NotRequired[dict[str, LintSection]]
+    snapshots: NotRequired[dict[str, SnapshotResult]]  # only with --mcp-snapshots: per file
     comparison: NotRequired[ComparisonSection]
     skipped: NotRequired[list[SkippedCase]]  # only when a selected case item was skipped
 
