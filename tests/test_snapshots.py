@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_project
+from conftest import make_project, read_report
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
@@ -209,7 +209,7 @@ def test_snapshot_outcomes_and_lint_findings_are_in_the_report_and_on_the_page(r
     result = run(recorded, "--mcp-snapshots", "--mcp-lint", "--mcp-report=report.json", "--mcp-html=report.html",
                  *xdist_args)
     assert result.ret == 1
-    report = json.loads((recorded.path / "report.json").read_text())
+    report = read_report(recorded)
     snapshot = report["snapshots"]["bench.mcpeval.yaml"]
     assert {k: snapshot[k] for k in ("file", "server", "snapshot", "outcome")} == {
         "file": "bench.mcpeval.yaml", "server": "tools_file: tools.json", "snapshot": str(SNAPSHOT),
@@ -228,10 +228,10 @@ def test_snapshot_outcomes_and_lint_findings_are_in_the_report_and_on_the_page(r
     assert "<h3>Lint (1 file, 1 problem)</h3>" in page and '<td class="bad">unknown_argument' in page
     # accepted: the next run's snapshot matches, and says so
     assert run(recorded, "--mcp-snapshots", "--snapshot-update", "--mcp-report=report.json", *xdist_args).ret == 0
-    assert json.loads((recorded.path / "report.json").read_text())["snapshots"]["bench.mcpeval.yaml"]["outcome"] \
+    assert read_report(recorded)["snapshots"]["bench.mcpeval.yaml"]["outcome"] \
         == "updated"
     run(recorded, "--mcp-snapshots", "--mcp-report=report.json", "--mcp-html=report.html", *xdist_args)
-    snapshot = json.loads((recorded.path / "report.json").read_text())["snapshots"]["bench.mcpeval.yaml"]
+    snapshot = read_report(recorded)["snapshots"]["bench.mcpeval.yaml"]
     assert (snapshot["outcome"], snapshot["message"], snapshot["diff"]) == ("matched", "", [])
     page = (recorded.path / "report.html").read_text(encoding="utf-8")
     assert '<td class=wrap><span class="ok">matches its snapshot</span>' in page and 'id="lint' not in page
