@@ -384,6 +384,17 @@ def test_the_description_diff_is_a_line_diff_with_the_changed_words_marked_in_ea
                     '<span class="dl del"><span class="sign">-</span>Deprecated. &lt;b&gt;</span></pre>')
 
 
+def test_a_local_models_load_is_shown_apart_from_its_latency() -> None:
+    """The case that loaded the model carries ``load_s``; the latency quantiles are the queries' alone."""
+    cases = [single(i, "a", "a", usage={"cached": False}, latency_s=0.01 * (i + 1)) for i in range(20)]
+    cases[0]["load_s"] = 8.85
+    usage = build_report(cases, {}, ["m"])["models"]["m"]["usage"]
+    assert (usage["load_s"], usage["loads"], usage["latency_s"]["p95"]) == (8.85, 1, 0.2)
+    assert ("latency p50 0.11 s, p95 0.20 s; model load 8.85 s (1 load, once per process and catalog, not in the "
+            "latency)</p>") in render(build_report(cases, {}, ["m"]))
+    assert "load_s" not in build_report(cases[1:], {}, ["m"])["models"]["m"]["usage"]  # only where one was paid
+
+
 def test_the_baselines_f1_is_marked_on_the_bar() -> None:
     cases = [single(0, "a", "a"), single(1, "a", "b"), single(2, "b", "b")]
     report = build_report(cases, {}, ["m"])
