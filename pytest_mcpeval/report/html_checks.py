@@ -8,7 +8,7 @@ Pure rendering; every string (paths, server labels, diffs of tool descriptions, 
 
 from __future__ import annotations
 
-from pytest_mcpeval.report.html_escape import LONG, text
+from pytest_mcpeval.report.html_escape import LONG, attr, text
 from pytest_mcpeval.report.types import LintSection, Report, SnapshotResult
 from pytest_mcpeval.text import plural
 
@@ -38,7 +38,7 @@ def _snapshot_row(s: SnapshotResult) -> str:
     if body:
         open_ = " open" if css == "bad" else ""
         status = f"<details{open_}><summary>{status}</summary>{body}</details>"
-    return (f'<tr data-outcome="{s["outcome"]}"><td>{text(s["file"], 400)}<td>{text(s["server"], 400)}'
+    return (f'<tr data-outcome="{attr(s["outcome"])}"><td>{text(s["file"], 400)}<td>{text(s["server"], 400)}'
             f"<td class=wrap>{status}<td>{where}</tr>")
 
 
