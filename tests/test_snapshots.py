@@ -235,3 +235,13 @@ def test_snapshot_outcomes_and_lint_findings_are_in_the_report_and_on_the_page(r
     assert (snapshot["outcome"], snapshot["message"], snapshot["diff"]) == ("matched", "", [])
     page = (recorded.path / "report.html").read_text(encoding="utf-8")
     assert '<td class=wrap><span class="ok">matches its snapshot</span>' in page and 'id="lint' not in page
+
+
+def test_a_catalog_check_whose_server_gives_no_catalog_is_an_error_in_the_report(project: pytest.Pytester) -> None:
+    (project.path / "bench.mcpeval.yaml").write_text(BENCH.replace("{tools_file: tools.json}",
+                                                                   "{url: 'http://127.0.0.1:9/mcp'}"))
+    result = run(project, "--mcp-snapshots", "--mcp-no-preflight", "--mcp-report=report.json", "-k", "tool-catalog")
+    assert result.ret == 1
+    snapshot = read_report(project)["snapshots"]["bench.mcpeval.yaml"]
+    assert (snapshot["outcome"], snapshot["catalog"], snapshot["snapshot"]) == ("error", None, "")
+    assert "could not connect to the server" in snapshot["message"]

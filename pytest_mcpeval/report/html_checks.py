@@ -23,7 +23,7 @@ _SNAPSHOT = {  # outcome -> (css class, what it means)
     "updated": ("warn", "snapshot updated to the server's catalog (--snapshot-update)"),
     "missing": ("bad", "no snapshot yet"),
     "changed": ("bad", "changed since its snapshot"),
-    "error": ("bad", "not compared: the server gave no catalog"),
+    "error": ("bad", "not compared (an error: the server gave no catalog, or syrupy failed)"),
 }
 
 
