@@ -11,13 +11,14 @@ from pytest_mcpeval.settings import Settings
 
 if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic and PyYAML
     from pytest_mcpeval.interrupts import Interrupts  # noqa: F401
-    from pytest_mcpeval.report.types import CaseResult, LintResult  # noqa: F401
+    from pytest_mcpeval.report.types import CaseResult, LintResult, SnapshotResult  # noqa: F401
     from pytest_mcpeval.run.case import CaseRef  # noqa: F401
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 CASE_KEY = pytest.StashKey["CaseRef"]()  # what an item runs: its file, case and model
 RESULT_KEY = pytest.StashKey["list[CaseResult]"]()  # one result per repeat
 LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the report
+SNAPSHOT_KEY = pytest.StashKey["SnapshotResult"]()  # how the tool-catalog item's comparison came out, for the report
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed
 # cache entries that did not validate: (what became of them: run.cache.CALLED_AGAIN ..., "path: what is wrong")
 CORRUPTED_KEY = pytest.StashKey[list[tuple[str, str]]]()

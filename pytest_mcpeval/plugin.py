@@ -30,6 +30,7 @@ from pytest_mcpeval.keys import (
     LINT_KEY,
     RESULT_KEY,
     SETTINGS_KEY,
+    SNAPSHOT_KEY,
     TOOLS_KEY,
     UNWRITABLE_KEY,
 )
@@ -462,6 +463,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     lint = item.stash.get(LINT_KEY, None)
     if lint is not None and call.when == "call":  # they name the server (a URL's token): masked here too
         report.mcpeval_lint = item.config.stash[SETTINGS_KEY].redactor.data(lint)
+    snapshot = item.stash.get(SNAPSHOT_KEY, None)
+    if snapshot is not None and call.when == "call":  # the server's label and the diff may hold a URL's token
+        report.mcpeval_snapshot = item.config.stash[SETTINGS_KEY].redactor.data(snapshot)
     listing = item.stash.get(TOOLS_KEY, None)
     if listing is not None and call.when == "call":
         report.mcpeval_tools = item.config.stash[SETTINGS_KEY].redactor.data(listing)

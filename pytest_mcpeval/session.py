@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the data model costs nothing to import, but the report side
         ModelRun,
         Report,
         SkippedCase,
+        SnapshotResult,
     )
     from pytest_mcpeval.run.case import CaseIdentity
     from pytest_mcpeval.settings import Settings
@@ -39,6 +40,7 @@ class EvalSession:
         self.report: Report | None = None
         self.usage_errors: list[str] = []
         self.lint: list[LintResult] = []
+        self.snapshots: list[SnapshotResult] = []
         self.listings: list[dict[str, Any]] = []
         self.params_sent: dict[str, dict[str, Any]] = {}
         # every case item selected for this run, so each ends in the report exactly once (docs/reliability.md)
@@ -86,6 +88,9 @@ class EvalSession:
             if info is not None:  # a lint-only run still knows its catalogs (tokens, hashes)
                 self.catalogs[lint["catalog"]] = info
             self.lint.append(cast("LintResult", lint))
+        snapshot = getattr(report, "mcpeval_snapshot", None)
+        if report.when == "call" and isinstance(snapshot, dict):
+            self.snapshots.append(cast("SnapshotResult", snapshot))
         results = getattr(report, "mcpeval", None)
         skipped = getattr(report, "mcpeval_skipped", None)
         if isinstance(skipped, dict):  # a case item skipped at setup or while it ran (pytest.skip in a hook)
@@ -174,6 +179,8 @@ class EvalSession:
         report = build_report(results, self.catalogs, settings.models)
         if self.lint:
             report["lint"] = lint_section(self.lint, report)
+        if self.snapshots:
+            report["snapshots"] = {s["file"]: s for s in sorted(self.snapshots, key=lambda s: s["file"])}
         if self.skipped_cases:
             report["skipped"] = sorted(self.skipped_cases.values(),
                                        key=lambda s: (s["file"], s["line"], s["id"], s["model"] or ""))

@@ -19,7 +19,7 @@ from scipy.stats import bootstrap
 
 from pytest_mcpeval.gate.baseline import load_baseline
 from pytest_mcpeval.report.html import render
-from pytest_mcpeval.report.html_data import argument_problems, headline, label_order, recall_curve, word_diff
+from pytest_mcpeval.report.html_data import argument_problems, headline, label_order, line_diff, recall_curve, word_diff
 from pytest_mcpeval.report.html_escape import script_json
 from pytest_mcpeval.report.model import build_report
 from pytest_mcpeval.scoring.case import NONE
@@ -177,7 +177,9 @@ def test_a_compared_run_writes_the_page_even_when_the_gate_fails(pytester: pytes
     assert page == render(report, load_baseline(pytester.path / "base.json"))  # the page is the report's
     # the description diff next to the F1 change it caused
     (change,) = re.findall(r'<div class="desc-change" data-tool="list_issues">.*?</div></div>', page)
-    assert "List<ins> or search</ins> issues of a project by <del>state,</del><ins>state or text,</ins>" in change
+    assert ('<pre class="diff"><span class="dl del"><span class="sign">-</span>List issues of a project by '
+            '<del>state,</del> newest first.</span><span class="dl ins"><span class="sign">+</span>List<ins> or '
+            'search</ins> issues of a project by <ins>state or text,</ins> newest first.</span></pre>') in change
     assert "significant drop" in change and "1.000 → 0.400" in change  # 8/8 -> 2/(2 + 0 + 6) ... F1 of list_issues
     f1 = next(c for c in report["comparison"]["changes"] if c["metric"] == "f1[list_issues]")
     assert f1["drop"] and f"{f1['diff']:+.3f}" in change
@@ -355,6 +357,42 @@ def test_the_word_diff_gives_both_texts_back() -> None:
     assert "".join(t for op, t in runs if op != "-") == NEW_LIST
     assert runs == [("=", "List"), ("+", " or search"), ("=", " issues of a project by "), ("-", "state,"),
                     ("+", "state or text,"), ("=", " newest first.")]
+
+
+def test_the_description_diff_is_a_line_diff_with_the_changed_words_marked_in_each_line() -> None:
+    """Removed lines, then added ones, as GitHub's unified view; the words are marked within each pair, and a
+    line with no partner is removed (or added) whole, so removed and added words never run together."""
+    old = "Get the issue.\nNewest first.\nDeprecated."
+    new = "Return the internal issue.\nNewest first."
+    lines = line_diff(old, new)
+    assert lines == [("-", [(True, "Get"), (False, " the "), (False, "issue.")]),
+                     ("+", [(True, "Return"), (False, " the "), (True, "internal "), (False, "issue.")]),
+                     ("=", [(False, "Newest first.")]),
+                     ("-", [(False, "Deprecated.")])]
+    assert ["".join(t for _, t in runs) for op, runs in lines if op != "+"] == old.splitlines()
+    assert ["".join(t for _, t in runs) for op, runs in lines if op != "-"] == new.splitlines()
+    report = build_report([single(0, "get_issue", "get_issue")], {"c": {"server": "s", "tokens": 5, "tools": {
+        "get_issue": {"hash": "h2", "description": new, "tokens": 5}}}}, ["m"])
+    baseline = {"models": {}, "catalogs": {"c": {"server": "s", "tools": {
+        "get_issue": {"hash": "h1", "description": old + " <b>", "tokens": 5}}}}}
+    page = render(report, baseline)
+    (diff,) = re.findall(r'<pre class="diff">.*?</pre>', page)
+    assert diff == ('<pre class="diff">'
+                    '<span class="dl del"><span class="sign">-</span><del>Get</del> the issue.</span>'
+                    '<span class="dl ins"><span class="sign">+</span><ins>Return</ins> the <ins>internal </ins>issue.'
+                    '</span><span class="dl"><span class="sign"> </span>Newest first.</span>'
+                    '<span class="dl del"><span class="sign">-</span>Deprecated. &lt;b&gt;</span></pre>')
+
+
+def test_a_local_models_load_is_shown_apart_from_its_latency() -> None:
+    """The case that loaded the model carries ``load_s``; the latency quantiles are the queries' alone."""
+    cases = [single(i, "a", "a", usage={"cached": False}, latency_s=0.01 * (i + 1)) for i in range(20)]
+    cases[0]["load_s"] = 8.85
+    usage = build_report(cases, {}, ["m"])["models"]["m"]["usage"]
+    assert (usage["load_s"], usage["loads"], usage["latency_s"]["p95"]) == (8.85, 1, 0.2)
+    assert ("latency p50 0.11 s, p95 0.20 s; model load 8.85 s (1 load, once per process and catalog, not in the "
+            "latency)</p>") in render(build_report(cases, {}, ["m"]))
+    assert "load_s" not in build_report(cases[1:], {}, ["m"])["models"]["m"]["usage"]  # only where one was paid
 
 
 def test_the_baselines_f1_is_marked_on_the_bar() -> None:

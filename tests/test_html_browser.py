@@ -85,6 +85,7 @@ def check_page(page: Any) -> None:
     assert a["x"] + a["width"] <= b["x"] and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
     assert "significant drop" in delta.inner_text() and "-0.600" in delta.inner_text()
     assert diff.locator("ins").first.is_visible() and diff.locator("del").inner_text() == "state,"
+    assert diff.locator(".dl.del").count() == 1 and diff.locator(".dl.ins").count() == 1  # a line diff
     # a flow's transcript: turns, the call with its arguments, the answer's source, the claims
     flow = page.locator("details.flow[open]")
     assert flow.count() == 1 and flow.locator(".turn").count() == 2

@@ -42,7 +42,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
-    result = run(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "-n", "2")
+    result = run(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "--mcp-html=report.html",
+                 "-n", "2")
     result.stdout.fnmatch_lines([
         "local/minilm: 4 scored, 0 errors | accuracy 50.0% | *",
         "  arguments: not applicable (a retriever picks a tool and fills no arguments)",
@@ -64,6 +65,13 @@ def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
     model = report["models"]["local/minilm"]
     assert model["arguments"]["applicable"] is False and model["arguments"]["exact_match_rate"] is None
     assert model["retrieval"]["recall_at"]["1"] == pytest.approx(1 / 3)
+    # the model's load (once per worker) is reported apart, not in the latency: no case's latency holds it
+    usage = model["usage"]
+    loaded = [c["load_s"] for c in report["cases"] if "load_s" in c]
+    assert usage["loads"] == len(loaded) >= 1 and usage["load_s"] == pytest.approx(sum(loaded), abs=1e-3)
+    assert usage["latency_s"]["max"] < min(loaded), (usage, loaded)  # a query is fast; the load is seconds
+    page = (project.path / "report.html").read_text(encoding="utf-8")
+    assert f"; model load {usage['load_s']:.2f} s ({usage['loads']} load" in page
 
 
 def test_recall_gate_and_floor(project: pytest.Pytester) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_project
+from conftest import make_project, read_report
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
@@ -186,3 +186,62 @@ def test_recording_snapshots_calls_no_model(project: pytest.Pytester, model_serv
     assert result.ret == 0
     result.assert_outcomes(passed=2)
     assert len(model_server.requests) == 1
+
+
+HOSTILE = "Search or list issues. </pre></details><script>window.__pwned=1</script>"
+LINTED = """server: {tools_file: tools.json}
+cases:
+  - id: list0
+    input: show the open issues of repo r0
+    expect: [{tool: list_issues, args: {repo: r0, colour: red}}]
+"""
+
+
+def test_snapshot_outcomes_and_lint_findings_are_in_the_report_and_on_the_page(recorded: pytest.Pytester,
+                                                                             xdist_args: list[str]) -> None:
+    """A catalog that changed under its snapshot, and a lint finding, reach the JSON report from the items
+    (on an xdist worker too) and the HTML page shows both, the tool description of the diff as text."""
+    from test_html import assert_only_text
+
+    (recorded.path / "bench.mcpeval.yaml").write_text(LINTED)
+    changed = [dict(TOOLS[0], description=HOSTILE), *TOOLS[1:]]
+    (recorded.path / "tools.json").write_text(json.dumps(changed))
+    result = run(recorded, "--mcp-snapshots", "--mcp-lint", "--mcp-report=report.json", "--mcp-html=report.html",
+                 *xdist_args)
+    assert result.ret == 1
+    report = read_report(recorded)
+    snapshot = report["snapshots"]["bench.mcpeval.yaml"]
+    assert {k: snapshot[k] for k in ("file", "server", "snapshot", "outcome")} == {
+        "file": "bench.mcpeval.yaml", "server": "tools_file: tools.json", "snapshot": str(SNAPSHOT),
+        "outcome": "changed"}
+    assert snapshot["message"].startswith("the tool catalog of tools_file: tools.json changed;")
+    removed = '-     "description": "List issues in a repository, filtered by state and labels.",'
+    added = f"+     \"description\": {json.dumps(HOSTILE)},"
+    assert removed in snapshot["diff"] and added in snapshot["diff"]
+    (problem,) = report["lint"]["bench.mcpeval.yaml"]["problems"]
+    assert problem["kind"] == "unknown_argument" and problem["field"] == "expect[0].args.colour"
+    page = (recorded.path / "report.html").read_text(encoding="utf-8")
+    assert_only_text(page, [added, problem["message"]])
+    assert '<a href="#checks">checks</a>' in page
+    assert ('<tr data-outcome="changed"><td>bench.mcpeval.yaml<td>tools_file: tools.json<td class=wrap><details open>'
+            '<summary><span class="bad">changed since its snapshot</span></summary>') in page
+    assert "<h3>Lint (1 file, 1 problem)</h3>" in page and '<td class="bad">unknown_argument' in page
+    # accepted: the next run's snapshot matches, and says so
+    assert run(recorded, "--mcp-snapshots", "--snapshot-update", "--mcp-report=report.json", *xdist_args).ret == 0
+    assert read_report(recorded)["snapshots"]["bench.mcpeval.yaml"]["outcome"] \
+        == "updated"
+    run(recorded, "--mcp-snapshots", "--mcp-report=report.json", "--mcp-html=report.html", *xdist_args)
+    snapshot = read_report(recorded)["snapshots"]["bench.mcpeval.yaml"]
+    assert (snapshot["outcome"], snapshot["message"], snapshot["diff"]) == ("matched", "", [])
+    page = (recorded.path / "report.html").read_text(encoding="utf-8")
+    assert '<td class=wrap><span class="ok">matches its snapshot</span>' in page and 'id="lint' not in page
+
+
+def test_a_catalog_check_whose_server_gives_no_catalog_is_an_error_in_the_report(project: pytest.Pytester) -> None:
+    (project.path / "bench.mcpeval.yaml").write_text(BENCH.replace("{tools_file: tools.json}",
+                                                                   "{url: 'http://127.0.0.1:9/mcp'}"))
+    result = run(project, "--mcp-snapshots", "--mcp-no-preflight", "--mcp-report=report.json", "-k", "tool-catalog")
+    assert result.ret == 1
+    snapshot = read_report(project)["snapshots"]["bench.mcpeval.yaml"]
+    assert (snapshot["outcome"], snapshot["catalog"], snapshot["snapshot"]) == ("error", None, "")
+    assert "could not connect to the server" in snapshot["message"]

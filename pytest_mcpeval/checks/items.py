@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_mcpeval.keys import CASE_KEY, LINT_KEY
+from pytest_mcpeval.keys import CASE_KEY, LINT_KEY, SNAPSHOT_KEY
 from pytest_mcpeval.run.case import CaseError
 
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
+    from pytest_mcpeval.report.types import SnapshotOutcome
     from pytest_mcpeval.run.case import CaseRef
     from pytest_mcpeval.run.runtime import Runtime
 
@@ -101,29 +102,56 @@ def normalised_catalog(catalog: Catalog) -> list[dict[str, Any]]:
     return [norm({k: tool[k] for k in keys if k in tool}) for tool in sorted(catalog.tools, key=lambda t: t["name"])]
 
 
+SNAPSHOT_DIFF_LINES = 400  # lines of a changed catalog's diff the report keeps
+
+
 def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object,
                  snapshot: Any) -> None:
-    """The server's tool catalog must equal its snapshot (syrupy; accept changes with --snapshot-update)."""
+    """The server's tool catalog must equal its snapshot (syrupy; accept changes with --snapshot-update).
+
+    How the comparison came out is stashed for the report (``snapshots``, docs/report.md), failed or not."""
     from syrupy.extensions.json import JSONSnapshotExtension
 
     ref = request.node.stash[CASE_KEY]
-    catalog = _catalog(request, mcpeval_runtime, mcp_server)
-    assertion = snapshot.use_extension(JSONSnapshotExtension)
-    if assertion == normalised_catalog(catalog):
-        return
-    result = assertion.executions[assertion.num_executions - 1]  # syrupy's record of the comparison just made
-    if result.exception is not None:
-        raise result.exception
+    shown_file = mcpeval_runtime.shown_path(ref.bench.path)
     server = mcpeval_runtime.server_label(ref, mcp_server)  # the fixture's server when it overrides the file's
+
+    def outcome(kind: SnapshotOutcome, message: str = "", diff: list[str] | None = None,
+                snapshot_path: str = "", catalog: str | None = None) -> None:
+        lines = diff or []
+        if len(lines) > SNAPSHOT_DIFF_LINES:  # the terminal has it all; the report is bounded
+            lines = [*lines[:SNAPSHOT_DIFF_LINES], f"… {len(lines) - SNAPSHOT_DIFF_LINES} more lines"]
+        request.node.stash[SNAPSHOT_KEY] = {"file": shown_file, "server": server, "catalog": catalog,
+                                            "snapshot": snapshot_path, "outcome": kind, "message": message,
+                                            "diff": lines}
+
+    try:
+        catalog = _catalog(request, mcpeval_runtime, mcp_server)
+    except CaseError as exc:
+        outcome("error", str(exc))
+        raise
+    assertion = snapshot.use_extension(JSONSnapshotExtension)
+    matched = assertion == normalised_catalog(catalog)
+    result = assertion.executions[assertion.num_executions - 1]  # syrupy's record of the comparison just made
+    location = mcpeval_runtime.shown_path(Path(result.snapshot_location))
+    if matched:
+        outcome("recorded" if result.created else "updated" if result.updated else "matched",
+                snapshot_path=location, catalog=catalog.digest)
+        return
+    if result.exception is not None:
+        outcome("error", f"{type(result.exception).__name__}: {result.exception}", snapshot_path=location,
+                catalog=catalog.digest)
+        raise result.exception
     if result.recalled_data is None:  # syrupy found no stored snapshot
-        shown = mcpeval_runtime.shown_path(Path(result.snapshot_location))
-        raise CheckFailed(
-            f"no snapshot of the tool catalog of {server} yet: run `pytest --mcp-snapshots --snapshot-update` "
-            f"to record it (in {shown}), then commit it"
-        )
+        message = (f"no snapshot of the tool catalog of {server} yet: run `pytest --mcp-snapshots --snapshot-update` "
+                   f"to record it (in {location}), then commit it")
+        outcome("missing", message, snapshot_path=location, catalog=catalog.digest)
+        raise CheckFailed(message)
     diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]  # plain text
-    raise CheckFailed(f"the tool catalog of {server} changed; if that is intended, accept it with "
-                      "`pytest --mcp-snapshots --snapshot-update`:\n" + "\n".join(diff))
+    message = (f"the tool catalog of {server} changed; if that is intended, accept it with "
+               "`pytest --mcp-snapshots --snapshot-update`:")
+    outcome("changed", message, diff, snapshot_path=location, catalog=catalog.digest)
+    raise CheckFailed(message + "\n" + "\n".join(diff))
 
 
 def catalog_snapshot(item: pytest.Item) -> Path:

@@ -44,6 +44,9 @@ class ModelReply:
     content: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    # seconds this call spent on one-off setup before it could answer (the local model's load, a catalog's
+    # embeddings): kept out of latency_s, reported apart; never in a cache entry (a replay loads nothing)
+    load_s: float = 0.0
     cost_usd: float | None = None  # litellm's cost map (offline); None when the model is not in it
     cached: bool = False  # replayed from the cache: no cost, no latency
     attempts: int = 1
@@ -65,6 +68,7 @@ class ModelReply:
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("cached")
+        data.pop("load_s")
         for call in data["calls"]:
             if not call["id"]:
                 del call["id"]

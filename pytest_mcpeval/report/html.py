@@ -6,7 +6,8 @@ mail attachment.  The script only adds filters and sorting; everything is readab
 
 What it shows (docs/report-html.md): the gate; with ``--mcp-compare``, the comparison with its significance
 verdicts and, for every tool whose definition changed since the baseline, its description diff next to its
-F1 change; per model, the headline numbers with bootstrap intervals (:func:`~.html_data.headline`), the
+F1 change; the checks (each file's tool-catalog snapshot with its diff, its lint findings); per model, the
+headline numbers with bootstrap intervals (:func:`~.html_data.headline`), the
 confusion matrix as a heatmap (:func:`~.html_data.label_order`), per-tool precision/recall/F1 bars with the
 baseline's F1 marked, the argument errors, a retriever's recall@k curve, pass@k and pass^k with repeats and
 each flow's transcript; the catalogs' token cost per tool; and a table of every case.
@@ -14,6 +15,7 @@ each flow's transcript; the catalogs' token cost per tool; and a table of every 
 :func:`render` is a pure function of the report and the baseline; every untrusted string is escaped
 (:mod:`.html_escape`).  This module renders the page, the gate, the comparison, the description changes and
 the catalogs; :mod:`.html_model` one model's section, :mod:`.html_cases` the cases and the flow transcripts,
+:mod:`.html_checks` the snapshots and the lint,
 :mod:`.html_assets` holds the style sheet and the script.
 """
 
@@ -24,7 +26,8 @@ from typing import Any
 
 from pytest_mcpeval.report.html_assets import CSS, JS, script_hash
 from pytest_mcpeval.report.html_cases import cases_table, flow_anchor
-from pytest_mcpeval.report.html_data import RESAMPLES, SEED, word_diff
+from pytest_mcpeval.report.html_checks import checks
+from pytest_mcpeval.report.html_data import RESAMPLES, SEED, DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
 from pytest_mcpeval.report.html_model import LIST, TITLES, delta, fmt, model_section, model_title
 from pytest_mcpeval.report.types import MetricChangeView, Report
@@ -95,6 +98,22 @@ def _comparison(report: Report) -> str:
     return _section("comparison", "Comparison with the baseline", "".join(out))
 
 
+_LINE = {"=": ('<span class="dl">', " "), "-": ('<span class="dl del">', "-"), "+": ('<span class="dl ins">', "+")}
+_WORD = {"-": "del", "+": "ins"}
+
+
+def _diff_lines(lines: list[DiffLine]) -> str:
+    """One ``<span class="dl">`` per line (a block: the page needs no newline), its sign first, the words that
+    changed within it in ``<del>`` or ``<ins>``."""
+    out = []
+    for op, runs in lines:
+        opening, sign = _LINE[op]
+        body = "".join(f"<{_WORD[op]}>{text(chunk, LONG)}</{_WORD[op]}>" if changed and op in _WORD
+                       else text(chunk, LONG) for changed, chunk in runs)
+        out.append(f'{opening}<span class="sign">{sign}</span>{body}</span>')
+    return "".join(out)
+
+
 def _description_changes(report: Report, baseline: Mapping[str, Any] | None,
                          changes: Mapping[tuple[str, str], MetricChangeView]) -> str:
     """For every tool whose definition changed since the baseline: its F1 change per model next to the diff."""
@@ -121,16 +140,13 @@ def _description_changes(report: Report, baseline: Mapping[str, Any] | None,
             diff = ("<p class=muted>The description is unchanged: its input schema or annotations changed.</p>"
                     f'<pre class="diff">{text(new, LONG)}</pre>')
         else:
-            runs = []
-            for op, chunk in word_diff(old, new):
-                tag = {"=": "", "-": "del", "+": "ins"}[op]
-                runs.append(f"<{tag}>{text(chunk, LONG)}</{tag}>" if tag else text(chunk, LONG))
-            diff = f'<pre class="diff">{"".join(runs)}</pre>'
+            diff = f'<pre class="diff">{_diff_lines(line_diff(old, new))}</pre>'
         blocks.append(f'<div class="desc-change" data-tool="{attr(tool)}"><div class="delta"><h3><code>'
                       f'{text(tool)}</code></h3>{f1}</div><div><h3>description: baseline → this run</h3>'
                       f"{diff}</div></div>")
     intro = (f"<p>{plural(len(changed), 'tool')} changed since the baseline (the definition hashes of the "
-             "catalogs differ). Removed words are struck through, added words highlighted.</p>")
+             "catalogs differ). Removed lines are marked -, added lines +, and within a changed line the words that "
+             "changed are struck through or highlighted.</p>")
     return _section("descriptions", "Description changes", intro + "".join(blocks))
 
 
@@ -186,6 +202,7 @@ def render(report: Report, baseline: Mapping[str, Any] | None = None, *, resampl
                 for i, name in enumerate(names)]
     nav = [('<a href="#comparison">comparison</a>' if comparison else ""),
            ('<a href="#descriptions">description changes</a>' if changed else ""),
+           ('<a href="#checks">checks</a>' if report.get("snapshots") or report.get("lint") else ""),
            *(f'<a href="#model-{i}">{text(name)}</a>' for i, name in enumerate(names)),
            ('<a href="#catalogs">catalogs</a>' if report.get("catalogs") else ""), '<a href="#all-cases">cases</a>']
     run = report.get("run") or {}
@@ -203,11 +220,14 @@ def render(report: Report, baseline: Mapping[str, Any] | None = None, *, resampl
                      f"<tbody>{rows}</tbody></table></details>")
     method = (f"Intervals: {100 * (1 - level):g}% percentile bootstrap over cases ({resamples:,} resamples, seed "
               f"{seed}; the repeats of a case are resampled together).")
+    found = checks(report)
+    checks_section = _section("checks", "Checks: catalog snapshots and lint", found) if found else ""
     data = {"models": names, "diagnoses": sorted({str(c["diagnosis"]) for c in cases if c.get("diagnosis")})}
     body = (f'<header><h1>pytest-mcpeval report</h1><p class="muted">plugin {text(report.get("plugin_version", ""))} '
             f'· {plural(len(cases), "case")} · {plural(len(names), "model")}</p><nav>{"".join(nav)}</nav></header>'
             f"<main>{_gate(report)}{''.join(notes)}<p class=muted>{method}</p>{_comparison(report)}"
-            f"{_description_changes(report, baseline, changes)}{''.join(sections)}{_catalogs(report)}"
+            f"{_description_changes(report, baseline, changes)}{checks_section}{''.join(sections)}"
+            f"{_catalogs(report)}"
             + _section("all-cases", f"All cases ({len(cases)})",
                        "<p class=muted>Each miss and error expands to what was expected and what the model did."
                        "</p>" + cases_table(cases, model_index, anchors)) + "</main>")

@@ -62,6 +62,8 @@ vertical-align:middle;margin-right:6px}
 .bar b{position:absolute;top:-3px;bottom:-3px;width:2px;margin-left:-1px;background:var(--fg)}
 .bar.tok i{background:#8250df}
 .diff{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--soft);padding:8px;border-radius:4px;margin:0}
+.diff .dl{display:block;padding:0 4px}.diff .dl.del{background:#ffebe9}.diff .dl.ins{background:#e6ffec}
+.diff .sign{display:inline-block;width:1.2em;color:var(--muted);user-select:none}
 .diff del{background:#ffcecb;color:#82071e}.diff ins{background:#aceebb;color:#116329;text-decoration:none}
 .desc-change{display:grid;grid-template-columns:minmax(360px,2fr) 3fr;gap:16px;border:1px solid var(--line);
 border-radius:6px;padding:10px 12px;margin:10px 0}

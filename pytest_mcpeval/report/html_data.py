@@ -12,7 +12,9 @@ computed here from the report (and the baseline), each a pure function:
 * :func:`label_order` — the confusion matrix's labels ordered so that confused pairs sit next to each other;
 * :func:`recall_curve` — a retriever's recall@k for every k up to the catalog's size;
 * :func:`argument_problems` — the argument errors by tool, kind and argument name;
-* :func:`word_diff` — a word-level diff of two tool descriptions.
+* :func:`word_diff` — a word-level diff of two texts;
+* :func:`line_diff` — a tool description's change as removed and added lines (a unified diff, as GitHub
+  shows one), with the words that changed marked inside each pair of changed lines.
 """
 
 from __future__ import annotations
@@ -230,4 +232,34 @@ def word_diff(old: str, new: str) -> list[tuple[Literal["=", "-", "+"], str]]:
             out.append(("-", "".join(a[i1:i2])))
         if j2 > j1:
             out.append(("+", "".join(b[j1:j2])))
+    return out
+
+
+DiffOp = Literal["=", "-", "+"]
+DiffLine = tuple[DiffOp, list[tuple[bool, str]]]  # a kept, removed or added line as (changed?, text) runs
+
+
+def _pair(old: str, new: str) -> tuple[DiffLine, DiffLine]:
+    """A removed line and the added line that replaces it, each with the words that differ marked."""
+    runs = word_diff(old, new)
+    return (("-", [(op == "-", chunk) for op, chunk in runs if op != "+"]),
+            ("+", [(op == "+", chunk) for op, chunk in runs if op != "-"]))
+
+
+def line_diff(old: str, new: str) -> list[DiffLine]:
+    """``old`` -> ``new`` line by line: kept lines (``=``), then for each changed block its removed lines
+    (``-``) before its added lines (``+``), as a unified diff shows them.  Within a block the n-th removed line
+    is paired with the n-th added line and the words that differ between the two are marked (``True`` runs,
+    :func:`word_diff`); a line without a partner is removed or added whole (one unmarked run).  Joining the
+    runs of the ``=`` and ``-`` lines gives the lines of ``old`` back, of ``=`` and ``+`` those of ``new``."""
+    a, b = old.splitlines() or [""], new.splitlines() or [""]
+    out: list[DiffLine] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out += [("=", [(False, line)]) for line in a[i1:i2]]
+            continue
+        removed, added = a[i1:i2], b[j1:j2]
+        pairs = [_pair(x, y) for x, y in zip(removed, added, strict=False)]
+        out += [minus for minus, _ in pairs] + [("-", [(False, x)]) for x in removed[len(pairs):]]
+        out += [plus for _, plus in pairs] + [("+", [(False, y)]) for y in added[len(pairs):]]
     return out

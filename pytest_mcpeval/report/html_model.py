@@ -89,8 +89,12 @@ def _usage(metrics: ModelMetrics) -> str:
     latency = usage["latency_s"]
     p50 = "—" if latency["p50"] is None else f"{latency['p50']:.2f} s"
     p95 = "—" if latency["p95"] is None else f"{latency['p95']:.2f} s"
+    load = ""
+    if usage.get("load_s") is not None:  # the local model's load: once per process, apart from the latency
+        load = (f"; model load {usage['load_s']:.2f} s ({plural(int(usage.get('loads') or 0), 'load')}, once per "
+                "process and catalog, not in the latency)")
     return (f"<p class=muted>{usage['calls']} calls ({usage['cached']} replayed), {tokens_text(usage)}, "
-            f"{cost_text(usage)}, latency p50 {p50}, p95 {p95}</p>")
+            f"{cost_text(usage)}, latency p50 {p50}, p95 {p95}{load}</p>")
 
 
 def _level(count: int, top: int) -> int:

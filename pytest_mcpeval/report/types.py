@@ -176,6 +176,7 @@ class CaseResult(Score):
     text_calls: NotRequired[list[CalledTool]]  # calls of shown tools the reply wrote in its text, not as calls
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
+    load_s: NotRequired[float]  # one-off setup this case paid, not in latency_s (the local model's load)
     retrieval: NotRequired[CaseRetrieval]
     # flows only (a case with order, mocks, execute: live, claims, forbid or max_turns; docs/flows.md)
     flow: NotRequired[bool]
@@ -268,6 +269,10 @@ class UsageMetrics(TypedDict):
     unpriced_calls: int  # calls made (not replayed) whose model litellm has no price for
     retries: int
     latency_s: Latency
+    # the local model: seconds spent loading it and embedding catalogs (once per process and catalog), summed
+    # over the cases that paid them (`loads`); kept out of latency_s.  Absent when no case loaded anything
+    load_s: NotRequired[float]
+    loads: NotRequired[int]
 
 
 class SelectionMetrics(TypedDict):
@@ -418,6 +423,23 @@ class LintSection(TypedDict):
     confusable: list[ConfusablePair]
 
 
+# ------------------------------------------------------------------------------------------- snapshots
+
+SnapshotOutcome = Literal["matched", "recorded", "updated", "missing", "changed", "error"]
+
+
+class SnapshotResult(TypedDict):
+    """How one file's ``tool-catalog`` item (--mcp-snapshots) came out (crosses xdist on the test report)."""
+
+    file: str
+    server: str
+    catalog: str | None  # the digest of the catalog compared; None when the server gave none (an error)
+    snapshot: str  # where syrupy keeps it, relative to the rootdir; "" when the server gave no catalog
+    outcome: SnapshotOutcome
+    message: str  # what the failed item said (its first line); "" when it passed
+    diff: list[str]  # `changed`: the plain-text diff, snapshot (-) against the server's catalog (+)
+
+
 # ------------------------------------------------------------------------------------------ comparison
 
 
@@ -489,6 +511,7 @@ class Report(TypedDict):
     gate: Gate
     cases: list[CaseResult]
     lint: NotRequired[dict[str, LintSection]]
+    snapshots: NotRequired[dict[str, SnapshotResult]]  # only with --mcp-snapshots: per file
     comparison: NotRequired[ComparisonSection]
     skipped: NotRequired[list[SkippedCase]]  # only when a selected case item was skipped
 

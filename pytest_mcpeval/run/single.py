@@ -117,5 +117,7 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
         "attempts": reply.attempts,
     }
     result["latency_s"] = 0.0 if reply.cached else round(reply.latency_s, 4)
+    if reply.load_s and not reply.cached:  # the local model's load, apart from the latency (models/local.py)
+        result["load_s"] = round(reply.load_s, 4)
     return cast(CaseResult, utf8_safe(result))
 

@@ -70,7 +70,10 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
     calls = prompt_tokens = completion_tokens = retries = cache_read = cache_write = unpriced = 0
     costs: list[float] = []
     latencies: list[float] = []
+    loads: list[float] = []
     for case in cases:  # one pass (100,000 results in a report)
+        if "load_s" in case:  # the local model's load: apart from the latency, an error case's included
+            loads.append(float(case["load_s"]))
         usage = case.get("usage")
         if usage is None or case.get("error"):
             continue
@@ -93,7 +96,7 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
             return None
         return float(latencies[min(len(latencies) - 1, int(q * len(latencies)))])
 
-    return {
+    out: UsageMetrics = {
         "calls": calls,
         "cached": calls - len(latencies),
         "prompt_tokens": prompt_tokens,
@@ -112,6 +115,9 @@ def usage_metrics(cases: Sequence[CaseResult]) -> UsageMetrics:
             "max": latencies[-1] if latencies else None,
         },
     }
+    if loads:
+        out["load_s"], out["loads"] = round(sum(loads), 4), len(loads)
+    return out
 
 
 def judge_usage_metrics(cases: Sequence[CaseResult]) -> dict[str, JudgeUsage]:
