@@ -175,8 +175,8 @@ class Watch:
             lines = _stderr_lines(self.log, self.stderr_start)
             last = _shown(lines[-1]) if lines else None
             out += f"; the last line of its stderr: {last}" if last else "; it wrote nothing to stderr"
-            if lines and written_for_mcp1(lines):
-                out += MCP1_HINT
+            if lines:
+                out += mcp_hint(lines)
         return out
 
 
@@ -292,6 +292,17 @@ MCP1_HINT = ("; it looks written for mcp 1.x and ran with mcp 2.x: a stdio serve
              "(command: [path/to/its/venv/bin/python, -m, ...]), and installing pytest-mcpeval (mcp 2.x) into "
              "that environment upgrades its mcp (README: Servers built on mcp 1.x)")
 """Said after the last line of a server's stderr when :func:`written_for_mcp1` holds."""
+NO_MCP_HINT = ("; the Python that ran it has no mcp (a bare `python` in command is the one on PATH): start it with "
+               "its own environment's Python (command: [path/to/its/venv/bin/python, ...])")
+"""Said when the server's Python could not import ``mcp`` at all."""
+
+
+def mcp_hint(lines: list[str]) -> str:
+    """What to do about a stdio server that died of the MCP SDK it found (or did not find); else ``""``."""
+    if lines[-1].strip() == "ModuleNotFoundError: No module named 'mcp'":
+        return NO_MCP_HINT
+    return MCP1_HINT if written_for_mcp1(lines) else ""
+
 
 _API_ERRORS = ("ImportError", "ModuleNotFoundError", "AttributeError")
 _MCP_NAMED = re.compile(r"""['"]mcp(?:\.[\w.]+)?['"]""")  # No module named 'mcp.server.fastmcp'; from 'mcp.types'

@@ -5,7 +5,8 @@ at import.  These servers are real scripts of mcp 1.x code run with this venv's 
 as such a server dies here: the low-level ``Server`` lost its ``list_resources()`` decorator (what
 mcp-server-sqlite from PyPI met), and ``mcp.server.fastmcp`` is gone.  The one-line error quotes the last line
 of the server's stderr and then says what to do; in the pre-flight check, which quotes the same error, and in
-the run (``--mcp-no-preflight``).  A server that dies of another missing module gets no such hint.
+the run (``--mcp-no-preflight``).  A server whose Python has no mcp at all is told so; one that dies of another
+missing module gets no hint.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ LAST_LINES = {
 SCRIPTS = {"lowlevel": LOWLEVEL_V1, "fastmcp": FASTMCP_V1}
 
 
-def project(pytester: pytest.Pytester, model_server: ScriptedModelServer, source: str) -> None:
-    bench = f"server: {{command: [{json.dumps(sys.executable)}, server.py]}}\n" + NOTES_CASES
+def project(pytester: pytest.Pytester, model_server: ScriptedModelServer, source: str, *flags: str) -> None:
+    command = ", ".join(json.dumps(part) for part in (sys.executable, *flags, "server.py"))
+    bench = f"server: {{command: [{command}]}}\n" + NOTES_CASES
     make_project(pytester, model_server, {"server.py": source, "notes.mcpeval.yaml": bench})
 
 
@@ -85,4 +87,17 @@ def test_another_missing_module_gets_no_hint(pytester: pytest.Pytester, model_se
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*the last line of its stderr: ModuleNotFoundError: No module named "
                                  "'notes_database_driver_xyz'; its log: *"])
+    assert "mcp 1.x" not in result.stderr.str()
+
+
+def test_a_python_without_mcp_is_named(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """`command: [python, ...]` is the python on PATH, which may be one without mcp (a venv not activated):
+    here this venv's Python without its site-packages (-S)."""
+    project(pytester, model_server, FASTMCP_V1, "-S")
+    result = run(pytester, "--mcp-models=fake")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the last line of its stderr: ModuleNotFoundError: No module named 'mcp'; the Python "
+                                 "that ran it has no mcp (a bare `python` in command is the one on PATH): start it "
+                                 "with its own environment's Python (command: [[]path/to/its/venv/bin/python, ...]); "
+                                 "its log: *"])
     assert "mcp 1.x" not in result.stderr.str()
