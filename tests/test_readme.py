@@ -7,12 +7,17 @@ README's prose quotes none of its figures and its excerpt lines are refreshed by
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import subprocess
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+import pytest
+from conftest import run
 from test_github_examples import load_example
 
 from pytest_mcpeval.benchmark.loader import load
@@ -75,3 +80,66 @@ def test_the_scripted_stand_ins_lines_of_the_demo_excerpt_are_a_real_run(tmp_pat
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     missing = [line for line in ours if line not in out]
     assert missing == [], "\n".join(missing)
+
+
+MY_SERVER = '''\
+from mcp.server import MCPServer
+
+server = MCPServer("tracker", log_level="WARNING")
+
+
+@server.tool()
+def list_issues(project: str | None = None, state: str = "open", limit: int = 20) -> list[dict]:
+    """List issues by structured filters (project, state), newest first."""
+    return []
+
+
+@server.tool()
+def search_issues(query: str, limit: int = 20) -> list[dict]:
+    """Full-text search over issue titles, descriptions and comments, best matches first."""
+    return []
+
+
+server.run()
+'''
+
+
+def block(after: str, lang: str) -> str:
+    """The first ``lang`` code block of the README after the text ``after``."""
+    found = re.search(re.escape(after) + r".*?```" + lang + r"\n(.*?)```", README, re.S)
+    assert found is not None, after
+    return found.group(1)
+
+
+def test_evaluate_your_own_server_with_the_scripted_model_as_written(pytester: pytest.Pytester) -> None:
+    """Steps 1, 3 and 5 of "Evaluate your own server": the benchmark file, its three cases, the scripted model's
+    answers.json, its command line and the pytest command, as the README writes them (``python`` in the server's
+    command made this venv's, as the README says to name the server's Python)."""
+    server = block("**1. Point a benchmark file at it**", "yaml").split("cases:")[0]
+    server = server.replace("command: [python,", f"command: [{json.dumps(sys.executable)},")
+    (pytester.path / "evals").mkdir()
+    (pytester.path / "evals" / "my.mcpeval.yaml").write_text(server + block("**3. Write three cases**", "yaml"))
+    (pytester.path / "my_server.py").write_text(MY_SERVER)
+    (pytester.path / "answers.json").write_text(block("in `answers.json`:", "json"))
+    commands = block("start it, and point an alias at it:", "sh").replace("\\\n", " ").splitlines()
+    serve = shlex.split(commands[0].removesuffix("&"))
+    assert serve[:5] == ["python", "-m", "pytest_mcpeval.testing", "--script", "answers.json"]
+    model = subprocess.Popen([sys.executable, *serve[1:-1], "0"], cwd=pytester.path, stdout=subprocess.PIPE,
+                             text=True, env={k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"})
+    try:
+        api_base = model.stdout.readline().strip() if model.stdout else ""
+        assert api_base.startswith("http://127.0.0.1:"), api_base
+        args = shlex.split(commands[1].replace("http://127.0.0.1:8765/v1", api_base))
+        assert args[:2] == ["pytest", "evals"]
+        result = run(pytester, *args[1:])
+    finally:
+        model.terminate()
+        model.wait(timeout=10)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "scripted: 3 scored, 0 errors | accuracy 66.7% | *",
+        "  arguments (1 call): hallucination 0.0%, *",
+        "  confused: expected search_issues -> called list_issues (1x)",
+        "*2 passed, 1 missed*",
+    ])
+    assert (pytester.path / "report.html").exists() and (pytester.path / "report.json").exists()

@@ -158,7 +158,7 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
         a = m["arguments"]
         if a.get("applicable", True):
             yield (
-                f"  arguments ({a['evaluated']} calls): hallucination {_pct(a['hallucination_rate'])}, "
+                f"  arguments ({plural(a['evaluated'], 'call')}): hallucination {_pct(a['hallucination_rate'])}, "
                 f"all expected {_pct(a['all_expected_rate'])}, all required {_pct(a['all_required_rate'])}, "
                 f"exact {_pct(a['exact_match_rate'])}"
             )
