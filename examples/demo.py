@@ -70,27 +70,32 @@ def script_server(stack: ExitStack) -> ScriptedModelServer:
     return server
 
 
+def pytest_command(model_server: ScriptedModelServer, models: str = f"{LOCAL},{SCRIPTED}",
+                   report: Path = REPORT) -> list[str]:
+    """The demo's pytest run (tests/test_readme.py runs it with the scripted stand-in only)."""
+    params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
+    return [
+        sys.executable, "-m", "pytest",
+        str(EXAMPLES / "tracker"), str(EXAMPLES / "github"), str(EXAMPLES / "flows"),
+        f"--rootdir={REPO}",
+        f"--mcp-models={models}",
+        f"--mcp-judge-model={JUDGE}",
+        f"--mcp-report={report}",
+        "--mcp-record=off",  # canned answers: nothing worth recording in the repository
+        "-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}\n{JUDGE} = openai/{JUDGE}",
+        "-o", f"mcp_model_params={SCRIPTED} = {json.dumps(params)}\n{JUDGE} = {json.dumps(params)}",
+        "-p", "no:cacheprovider",
+        "-v",
+    ]
+
+
 def main(argv: list[str]) -> int:
     argv = [a for a in argv if a != "--with-scripted"]  # the stand-in always runs now (flows need it)
     print(BANNER, flush=True)
     print(SCRIPTED_NOTE, flush=True)
     with ExitStack() as stack:
         model_server = script_server(stack)
-        params = {"api_base": model_server.api_base, "api_key": "none", "num_retries": 0}
-        command = [
-            sys.executable, "-m", "pytest",
-            str(EXAMPLES / "tracker"), str(EXAMPLES / "github"), str(EXAMPLES / "flows"),
-            f"--rootdir={REPO}",
-            f"--mcp-models={LOCAL},{SCRIPTED}",
-            f"--mcp-judge-model={JUDGE}",
-            f"--mcp-report={REPORT}",
-            "--mcp-record=off",  # canned answers: nothing worth recording in the repository
-            "-o", f"mcp_model_aliases={SCRIPTED} = openai/{SCRIPTED}\n{JUDGE} = openai/{JUDGE}",
-            "-o", f"mcp_model_params={SCRIPTED} = {json.dumps(params)}\n{JUDGE} = {json.dumps(params)}",
-            "-p", "no:cacheprovider",
-            "-v",
-            *argv,
-        ]
+        command = [*pytest_command(model_server), *argv]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ next to the example server
         completed = subprocess.run(command, cwd=REPO, env=env, check=False)
         print(f"\n{len(model_server.requests)} requests answered by the scripted stand-ins")

@@ -16,6 +16,7 @@ import collections
 import contextvars
 import logging
 import os
+import re
 import signal
 import threading
 import traceback
@@ -171,8 +172,11 @@ class Watch:
             noun = "error" if self.sdk_errors == 1 else "errors"
             out += f"; the MCP SDK logged {self.sdk_errors} {noun} about it (in its log)"
         if stdio:
-            last = _last_stderr_line(self.log, self.stderr_start)
+            lines = _stderr_lines(self.log, self.stderr_start)
+            last = _shown(lines[-1]) if lines else None
             out += f"; the last line of its stderr: {last}" if last else "; it wrote nothing to stderr"
+            if lines:
+                out += mcp_hint(lines)
         return out
 
 
@@ -266,21 +270,82 @@ def exit_status(exc: BaseException) -> str | None:
     return None
 
 
-def _last_stderr_line(log: Path, start: int) -> str | None:
-    """The last line a server wrote to its log (its stderr) since ``start``, not counting our own lines."""
+def _stderr_lines(log: Path, start: int) -> list[str]:
+    """The lines a server wrote to its log (its stderr) since ``start``, not counting our own lines."""
     try:
         with log.open("rb") as f:
             f.seek(start)
             text = f.read().decode("utf-8", "replace")
     except OSError:
-        return None
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("mcpeval: ")]
-    if not lines:
-        return None
+        return []
+    return [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("mcpeval: ")]
+
+
+def _shown(line: str) -> str:
     from pytest_mcpeval.redact import masked
 
-    last = masked(lines[-1])  # before the cut: a cut secret would escape the mask
+    last = masked(line.strip())  # before the cut: a cut secret would escape the mask
     return last if len(last) <= 200 else last[:197] + "..."
+
+
+MCP1_HINT = ("; it looks written for mcp 1.x and ran with mcp 2.x: a stdio server runs from its own environment "
+             "(command: [path/to/its/venv/bin/python, -m, ...]), and installing pytest-mcpeval (mcp 2.x) into "
+             "that environment upgrades its mcp (README: Servers built on mcp 1.x)")
+"""Said after the last line of a server's stderr when :func:`written_for_mcp1` holds."""
+NO_MCP_HINT = ("; the Python that ran it has no mcp (a bare `python` in command is the one on PATH): start it with "
+               "its own environment's Python (command: [path/to/its/venv/bin/python, ...])")
+"""Said when the server's Python could not import ``mcp`` at all."""
+
+
+def mcp_hint(lines: list[str]) -> str:
+    """What to do about a stdio server that died of the MCP SDK it found (or did not find); else ``""``."""
+    if lines[-1].strip() == "ModuleNotFoundError: No module named 'mcp'":
+        return NO_MCP_HINT
+    return MCP1_HINT if written_for_mcp1(lines) else ""
+
+
+_API_ERRORS = ("ImportError", "ModuleNotFoundError", "AttributeError")
+_MCP_NAMED = re.compile(r"""['"]mcp(?:\.[\w.]+)?['"]""")  # No module named 'mcp.server.fastmcp'; from 'mcp.types'
+_OBJECT = re.compile(r"""^'(\w+)' object has no attribute""")
+_MCP_FRAME = re.compile(r"""^\s*File "(?:.*[/\\])?mcp[/\\]""")
+
+
+def written_for_mcp1(lines: list[str]) -> bool:
+    """The server died of an import or attribute error of the MCP SDK: code of mcp 1.x under mcp 2.x.
+
+    mcp 2.x renamed and removed APIs (``mcp.server.fastmcp`` is gone, the low-level ``Server`` lost its
+    ``list_resources()``... decorators), so a server written for 1.x and run where the plugin's mcp 2.x is
+    installed dies at import with ``ModuleNotFoundError`` / ``ImportError`` / ``AttributeError``.  Such an error
+    is the SDK's when its message names an ``mcp`` module, a frame of its traceback is in an ``mcp/`` package,
+    or the object without the attribute is of a class the SDK exports (``'Server' object has no attribute
+    'list_resources'``, raised by the server's own decorator line).
+    """
+    last = lines[-1].strip()
+    kind, _, message = last.partition(": ")
+    if kind.rpartition(".")[2] not in _API_ERRORS:
+        return False
+    if _MCP_NAMED.search(message):
+        return True
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
+                default=0)
+    if any(_MCP_FRAME.match(line) for line in lines[start:]):
+        return True
+    named = _OBJECT.match(message)
+    return named is not None and named.group(1) in _sdk_classes()
+
+
+def _sdk_classes() -> set[str]:
+    """Names of the classes the MCP SDK exports where servers import them from."""
+    import importlib
+
+    names: set[str] = set()
+    for module in ("mcp", "mcp.server", "mcp.server.lowlevel"):
+        try:
+            found = importlib.import_module(module)
+        except ImportError:  # pragma: no cover - the plugin requires mcp
+            continue
+        names.update(n for n, v in vars(found).items() if isinstance(v, type) and not n.startswith("_"))
+    return names
 
 
 def is_closed(exc: BaseException) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_mcpeval.gate.compare import Comparison, MetricChange, changed_tools, confidence
 from pytest_mcpeval.gate.significance import format_p
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
+from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
 from pytest_mcpeval.report.types import Report
 from pytest_mcpeval.report.usage import cost_text
 from pytest_mcpeval.scoring import stops
@@ -81,16 +82,20 @@ def summary(report: Report) -> str:
                     f"| {_num(cm['mean_coverage'] if cm else None)} "
                     f"| {', '.join(f'{text(mode)} {count}' for mode, count in top)} |")
     for name, m in models.items():
-        weak = sorted(((t, v) for t, v in (m.get("tools") or {}).items() if v["f1"] is not None and v["f1"] < 1.0),
-                      key=lambda tv: (tv[1]["f1"], tv[0]))
+        weak, stray = weak_tools(m.get("tools") or {}), never_expected(m.get("tools") or {})
         confused = m.get("confused_pairs") or []
-        if not weak and not confused:
+        if not weak and not stray and not confused:
             continue
         lines += ["", f"### {code(name)}", ""]
         if weak:
             lines += ["| tool | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
             lines += [f"| {code(t, table=True)} | {_num(v['precision'])} | {_num(v['recall'])} | {_num(v['f1'])} "
                       f"| {v['support']} |" for t, v in weak[:MAX_ROWS]]
+        if stray:
+            more = f", … {len(stray) - MAX_ROWS} more" if len(stray) > MAX_ROWS else ""
+            lines += ["", f"Called, never expected: {plural(len(stray), 'tool')}, "
+                          f"{plural(sum(n for _, n in stray), 'call')} ("
+                      + ", ".join(f"{code(t)} {n}x" for t, n in stray[:MAX_ROWS]) + f"{more})."]
         if confused:
             lines += ["", *(f"- expected {code(p['expected'])}, called {code(p['called'])} ({p['count']}x)"
                            for p in confused[:5])]

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
 from pytest_mcpeval.report.types import CaseResult, CatalogInfo, Report
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.scoring import stops
@@ -161,7 +162,7 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
         a = m["arguments"]
         if a.get("applicable", True):
             yield (
-                f"  arguments ({a['evaluated']} calls): hallucination {_pct(a['hallucination_rate'])}, "
+                f"  arguments ({plural(a['evaluated'], 'call')}): hallucination {_pct(a['hallucination_rate'])}, "
                 f"all expected {_pct(a['all_expected_rate'])}, all required {_pct(a['all_required_rate'])}, "
                 f"exact {_pct(a['exact_match_rate'])}"
             )
@@ -180,13 +181,18 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
                 above = ", ".join(list(v["outranked_by"])[:3])
                 yield (f"  hard to retrieve: {tool} outside the top {r['k']} in "
                        f"{len(v['outside_top_5'])}/{v['cases']} cases (outranked by {above})")
-        weak = sorted(((t, f1, v) for t, v in m["tools"].items() if (f1 := v["f1"]) is not None and f1 < 1.0),
-                      key=lambda tfv: (tfv[1], tfv[0]))
-        for tool, _, tm in weak[: WORST_TOOLS if not verbose else None]:
+        for tool, tm in weak_tools(m["tools"])[: WORST_TOOLS if not verbose else None]:
             yield (
                 f"  {tool:<28} P {_num(tm['precision'])}  R {_num(tm['recall'])}  F1 {_num(tm['f1'])}  "
                 f"support {tm['support']}"
             )
+        stray = never_expected(m["tools"])
+        if stray:
+            listed = stray[: WORST_TOOLS if not verbose else None]
+            more = f", ... {len(stray) - len(listed)} more" if len(stray) > len(listed) else ""
+            calls = plural(sum(n for _, n in stray), "call")
+            yield (f"  called, never expected: {plural(len(stray), 'tool')}, {calls} ("
+                   + ", ".join(f"{tool} {n}x" for tool, n in listed) + f"{more})")
         for pair in m["confused_pairs"][:5]:
             yield f"  confused: expected {pair['expected']} -> called {pair['called']} ({pair['count']}x)"
     misses = [c for c in report["cases"] if c.get("passed") is False]
