@@ -78,8 +78,10 @@ def test_models_without_a_key_or_a_provider_are_one_line_each(pytester: pytest.P
     assert not (pytester.path / "report.json").exists()
 
 
-def test_servers_that_cannot_start_are_one_line_each(pytester: pytest.Pytester, model_server: ScriptedModelServer,
-                                                     xdist_args: list[str]) -> None:
+def test_servers_that_cannot_start_are_one_line_each(pytester: pytest.Pytester,
+                                                     model_server: ScriptedModelServer) -> None:
+    """(Without xdist: the controller's path under -n is the models test's.)"""
+    xdist_args: list[str] = []
     hang = "import time\ntime.sleep(60)\n"
     project(pytester, model_server, {
         "hang.py": hang,
@@ -100,9 +102,9 @@ def test_servers_that_cannot_start_are_one_line_each(pytester: pytest.Pytester, 
 
 def test_a_good_run_checks_each_server_once_and_keeps_no_log(pytester: pytest.Pytester,
                                                              model_server: ScriptedModelServer,
-                                                             xdist_args: list[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The check starts each server once (before the run starts it again); nothing of it is left behind."""
+    xdist_args: list[str] = []  # (under -n each worker starts it too: one start more per worker)
     import tempfile
 
     temporary = pytester.path / "tmp"

@@ -201,11 +201,10 @@ LIVE_CASES = NOTES_CASES.replace("    input: Show", "    execute: live\n    inpu
 CONNECT_TIMEOUT = 2.0
 
 
-@pytest.mark.parametrize("server", [
-    f"server:\n  command: [{json.dumps(sys.executable)}, slow.py, silent]\n",
+@pytest.mark.parametrize("server", [  # (a silent stdio server is the trickling one's first seconds)
     f"server:\n  command: [{json.dumps(sys.executable)}, slow.py, trickle]\n",
     'server: {python: "hanging_server:server"}\n',
-], ids=["stdio-silent", "stdio-trickle", "in-process"])
+], ids=["stdio-trickle", "in-process"])
 def test_a_tool_call_that_never_ends_is_an_error_of_its_case(pytester: pytest.Pytester,
                                                              model_server: ScriptedModelServer, server: str) -> None:
     """A live tool call the server never finishes answering (silent, a byte at a time, an in-process tool that

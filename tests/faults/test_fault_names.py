@@ -28,7 +28,7 @@ def odd_project(pytester: pytest.Pytester, server: ScriptedModelServer, alias: s
     (pytester.path / "x::y.mcpeval.yaml").write_text(get_me_cases(9))
 
 
-@pytest.mark.parametrize("alias", ["fake", "we]ird::na[me"])
+@pytest.mark.parametrize("alias", ["we]ird::na[me"])  # with the file's name: both ways of misreading a node id
 def test_odd_file_and_model_names_keep_every_case_under_xdist(pytester: pytest.Pytester,
                                                               model_server: ScriptedModelServer,
                                                               xdist_args: list[str], alias: str) -> None:
@@ -62,8 +62,8 @@ def assert_no_controls(text: str) -> None:
 
 
 def test_a_tool_name_the_model_invents_is_printed_escaped(pytester: pytest.Pytester,
-                                                          model_server: ScriptedModelServer,
-                                                          xdist_args: list[str]) -> None:
+                                                          model_server: ScriptedModelServer) -> None:
+    xdist_args: list[str] = []  # the failure text is escaped where it is made, which a worker does alike
     odd_project(pytester, model_server, "fake")
     invented = f"get{OSC_TITLE}me{CLEAR}{BIDI}x\r"
     model_server.script("*", {"tool_calls": [{"name": invented, "arguments": {}}]})

@@ -122,7 +122,8 @@ sys.exit(3)
 '''
 
 
-@pytest.mark.parametrize("where", ["command", "env"])
+@pytest.mark.parametrize(("where", "xdist_args"), [("command", []), ("env", []), ("command", ["-n", "2"])],
+                         ids=["command", "env", "command-n2"])
 def test_a_dying_stdio_servers_command_line_and_env_are_masked_everywhere(
         pytester: pytest.Pytester, model_server: ScriptedModelServer, xdist_args: list[str], where: str) -> None:
     """``--api-key=VALUE`` and ``--token VALUE`` in a server's ``command`` (which the error names), and a
