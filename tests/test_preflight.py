@@ -139,6 +139,12 @@ def test_what_the_run_cannot_need_is_not_checked(pytester: pytest.Pytester, mode
     folder.rename(folder.parent / "anthropic_claude-sonnet-4-5")  # as if recorded with a key, under claude
     result = run(pytester, "--mcp-models=claude")
     assert HEADLINE not in result.stderr.str()
+    # ... but --mcp-record=all calls everything again: the key is needed
+    result = run(pytester, "--mcp-models=claude", "--mcp-record=all")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([HEADLINE, "  model claude (anthropic/claude-sonnet-4-5): no API key*"])
+    # a judge without a key, configured but needed by no selected case (no claims here), is not checked
+    assert run(pytester, "--mcp-models=fake", "--mcp-judge-model=nokey").ret == 0
     # --collect-only, --mcp-tools and a skipped run check nothing
     assert run(pytester, "--mcp-models=nokey", "--collect-only").ret == 0
     assert run(pytester, "--mcp-models=nokey", "--mcp-tools").ret == 0
