@@ -17,6 +17,8 @@ import os
 import stat
 from typing import Any
 
+from pytest_mcpeval.bounds import depth_exceeds
+
 MAX_DEPTH = 32  # levels of nesting a file of ours may have (a baseline has 5, a cache entry 6 or so)
 
 
@@ -90,20 +92,10 @@ def parse(data: bytes) -> Any:
 
 
 def too_deep(value: Any, limit: int) -> str | None:
-    """The JSON path of a value nested deeper than ``limit`` levels, or ``None``; without recursion.  Depths
-    only, first (every replayed cache entry pays this); the path is traced only for a file that is too deep."""
-    level: list[Any] = [value] if type(value) in _CONTAINERS else []  # json.loads makes exactly dicts and lists
-    depth = 0
-    while level:  # one level of the tree at a time
-        if depth >= limit:
-            return render_loc(_path_deeper_than(value, limit))
-        level = [child for node in level for child in (node.values() if type(node) is dict else node)
-                 if type(child) in _CONTAINERS]
-        depth += 1
-    return None
-
-
-_CONTAINERS = (dict, list)
+    """The JSON path of a value nested deeper than ``limit`` levels, or ``None``; without recursion.  Measured by
+    :func:`pytest_mcpeval.bounds.depth_exceeds` (every replayed cache entry pays this); the path is traced only
+    for a file that is too deep."""
+    return render_loc(_path_deeper_than(value, limit)) if depth_exceeds(value, limit) else None
 
 
 def _path_deeper_than(value: Any, limit: int) -> tuple[str | int, ...]:
