@@ -42,20 +42,16 @@ def prepare_node(config: pytest.Config, node: Any) -> None:
 
 
 def publish(session: pytest.Session, identities: dict[str, CaseIdentity]) -> None:
-    """On a worker, once its items are selected: write their identities where the controller reads them.
-    Written whole to a temporary name first, so the controller never reads half a file."""
+    """On a worker, once its items are selected: write their identities where the controller reads them
+    (atomically, as every report is: the controller never reads half a file)."""
     workerinput: dict[str, Any] | None = getattr(session.config, "workerinput", None)
     path = workerinput.get(WORKERINPUT_KEY) if workerinput else None
     if not isinstance(path, str):
         return
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(identities, handle, ensure_ascii=False)
-        os.replace(temporary, path)
-    except OSError:  # the controller falls back to the node ids (a worker on another machine cannot write here)
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    from pytest_mcpeval.report.model import write_json
+
+    with contextlib.suppress(OSError):  # else the controller falls back to the node ids (a worker elsewhere)
+        write_json(identities, Path(path))
 
 
 def received(config: pytest.Config, node: Any, ids: list[str]) -> dict[str, CaseIdentity]:
