@@ -68,7 +68,7 @@ demo: $(LOCAL)
 schema: $(LOCAL)
 	$(BIN)/python -c "import json; from pytest_mcpeval.benchmark.schema import json_schema; \
 	open('docs/benchmark.schema.json', 'w').write(json.dumps(json_schema(), indent=2) + '\n')"
-	$(BIN)/python -c "import json; from pytest_mcpeval.report.types import report_schema; \
+	$(BIN)/python -c "import json; from pytest_mcpeval.results.schema import report_schema; \
 	open('docs/report.schema.json', 'w').write(json.dumps(report_schema(), indent=2) + '\n')"
 
 clean:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.defaults import MAX_DEPTH
-from pytest_mcpeval.report.types import CatalogInfo, ToolInfo
+from pytest_mcpeval.results import CatalogInfo, ToolInfo
 from pytest_mcpeval.text import canonical_json
 
 TOOL_KEYS = ("name", "title", "description", "inputSchema", "annotations")

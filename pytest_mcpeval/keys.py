@@ -11,7 +11,7 @@ from pytest_mcpeval.settings import Settings
 
 if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic and PyYAML
     from pytest_mcpeval.interrupts import Interrupts  # noqa: F401
-    from pytest_mcpeval.report.types import CaseResult, LintResult, SnapshotResult  # noqa: F401
+    from pytest_mcpeval.results import CaseResult, LintResult, SnapshotResult  # noqa: F401
     from pytest_mcpeval.run.case import CaseRef  # noqa: F401
 
 SETTINGS_KEY = pytest.StashKey[Settings]()

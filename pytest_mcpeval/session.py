@@ -18,7 +18,7 @@ from pytest_mcpeval.keys import CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNW
 from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
-    from pytest_mcpeval.report.types import (
+    from pytest_mcpeval.results import (
         CaseResult,
         CatalogInfo,
         LintResult,

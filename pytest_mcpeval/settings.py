@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.report.types import Baseline
+    from pytest_mcpeval.results import Baseline
 
 from pytest_mcpeval.defaults import (
     DEFAULT_CLAIMS_THRESHOLD,

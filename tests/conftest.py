@@ -112,7 +112,7 @@ def run_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def read_report(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, Any]:
     """A report the run wrote, checked against the published schema (docs/report.schema.json)."""
-    from pytest_mcpeval.report.types import validate_report
+    from pytest_mcpeval.results.schema import validate_report
 
     data: dict[str, Any] = json.loads((pytester.path / name).read_text())
     validate_report(data)

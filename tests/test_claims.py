@@ -25,7 +25,7 @@ from pytest_mcpeval.models.judge import (
     judge_messages,
     parse_verdict,
 )
-from pytest_mcpeval.report.types import ClaimView
+from pytest_mcpeval.results import ClaimView
 from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
 from pytest_mcpeval.scoring.claims import VERDICT_SCORES, check_claim, checked_claim, coverage

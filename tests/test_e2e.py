@@ -286,7 +286,7 @@ def test_schema_doc_is_current() -> None:
 
 
 def test_report_schema_doc_is_current() -> None:
-    from pytest_mcpeval.report.types import report_schema
+    from pytest_mcpeval.results.schema import report_schema
 
     path = Path(__file__).parents[1] / "docs" / "report.schema.json"
     assert json.loads(path.read_text()) == report_schema(), "run `make schema` to refresh docs/report.schema.json"

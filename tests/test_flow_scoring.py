@@ -16,7 +16,7 @@ from sklearn.preprocessing import MultiLabelBinarizer
 from pytest_mcpeval.benchmark.schema import OrderMode
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.gate.thresholds import ThresholdError, evaluate, parse_threshold
-from pytest_mcpeval.report.types import CaseResult, ClaimView, ModelMetrics, TrajectoryCall, TrajectoryTurn
+from pytest_mcpeval.results import CaseResult, ClaimView, ModelMetrics, TrajectoryCall, TrajectoryTurn
 from pytest_mcpeval.scoring.case import Expectation, max_matching, parse_call
 from pytest_mcpeval.scoring.flow import FLOW_DIAGNOSES, FlowScore, bind, in_order_assignment, score_flow
 from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics

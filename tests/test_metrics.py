@@ -301,7 +301,7 @@ def test_single_call_metrics_leave_flows_out() -> None:
 
 def test_report_has_flow_and_claims_metrics() -> None:
     from pytest_mcpeval.report.model import build_report
-    from pytest_mcpeval.report.types import validate_report
+    from pytest_mcpeval.results.schema import validate_report
 
     base = {"file": "f.mcpeval.yaml", "line": 1, "model": "m", "repeat": 0, "tags": [], "error": None}
     claims = [{"claim": "names 42", "method": "check", "score": 0.5, "verdict": "partially_fulfilled",

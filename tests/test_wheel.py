@@ -44,7 +44,7 @@ TOOLS = [
 CHECK = """\
 import importlib.metadata, json, sys
 import pytest_mcpeval, pytest_mcpeval.plugin
-from pytest_mcpeval.report.types import validate_report
+from pytest_mcpeval.results.schema import validate_report
 (ep,) = [e for e in importlib.metadata.entry_points(group="pytest11") if e.name == "mcpeval"]
 validate_report(json.load(open(sys.argv[1])))
 print(json.dumps({"package": pytest_mcpeval.__file__, "entry_point": ep.value,

@@ -20,7 +20,7 @@ from pytest_mcpeval.run.case import CaseError
 
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
-    from pytest_mcpeval.report.types import SnapshotOutcome
+    from pytest_mcpeval.results import SnapshotOutcome
     from pytest_mcpeval.run.case import CaseRef
     from pytest_mcpeval.run.runtime import Runtime
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
-from pytest_mcpeval.report.types import Baseline, BaselineCase, BaselineModel, CatalogInfo
+from pytest_mcpeval.results import Baseline, BaselineCase, BaselineModel, CatalogInfo
 
 BASELINE_VERSION: Literal[1] = 1
 BASELINE_KIND: Literal["pytest-mcpeval-baseline"] = "pytest-mcpeval-baseline"

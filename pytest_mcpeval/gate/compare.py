@@ -45,7 +45,7 @@ from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES, DROP_CORRECTIONS
 from pytest_mcpeval.gate.significance import _CHUNK, format_p, mcnemar_exact, permutation_test, sign_flip_test
-from pytest_mcpeval.report.types import Flipped
+from pytest_mcpeval.results import Flipped
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import f1_scores, macro_f1, sort_labels
 from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pytest_mcpeval.report.types import CaseResult, CatalogInfo, ModelMetrics
+from pytest_mcpeval.results import CaseResult, CatalogInfo, ModelMetrics
 from pytest_mcpeval.scoring.registry import METRICS, NAMES, TOOL_METRICS
 from pytest_mcpeval.text import did_you_mean
 

@@ -35,7 +35,7 @@ from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply
-from pytest_mcpeval.report.types import ClaimView
+from pytest_mcpeval.results import ClaimView
 from pytest_mcpeval.run.dispatch import Dispatcher, Unit
 from pytest_mcpeval.scoring.claims import VERDICT_SCORES, Verdict
 from pytest_mcpeval.text import canonical_json

@@ -30,7 +30,7 @@ from pytest_mcpeval.report.html_checks import checks
 from pytest_mcpeval.report.html_data import RESAMPLES, SEED, DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
 from pytest_mcpeval.report.html_model import LIST, TITLES, delta, fmt, model_section, model_title
-from pytest_mcpeval.report.types import MetricChangeView, Report
+from pytest_mcpeval.results import MetricChangeView, Report
 from pytest_mcpeval.text import plural
 
 __all__ = ["render"]

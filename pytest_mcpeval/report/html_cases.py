@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pytest_mcpeval.report.html_escape import LONG, TEXT, attr, compact, text
-from pytest_mcpeval.report.types import CaseResult, TrajectoryCall
+from pytest_mcpeval.results import CaseResult, TrajectoryCall
 from pytest_mcpeval.scoring import stops
 
 __all__ = ["case_label", "cases_table", "flow_anchor", "flow_transcripts", "outcome"]

@@ -9,7 +9,7 @@ Pure rendering; every string (paths, server labels, diffs of tool descriptions, 
 from __future__ import annotations
 
 from pytest_mcpeval.report.html_escape import LONG, attr, text
-from pytest_mcpeval.report.types import LintSection, Report, SnapshotResult
+from pytest_mcpeval.results import LintSection, Report, SnapshotResult
 from pytest_mcpeval.text import plural
 
 __all__ = ["checks"]

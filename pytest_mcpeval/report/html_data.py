@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL
-from pytest_mcpeval.report.types import CaseResult
+from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.scoring.case import NONE
 
 RESAMPLES = 2000  # bootstrap resamples of the headline intervals

@@ -13,8 +13,8 @@ from typing import Any
 from pytest_mcpeval.report.html_cases import flow_transcripts
 from pytest_mcpeval.report.html_data import Estimate, argument_problems, headline, label_order, recall_curve
 from pytest_mcpeval.report.html_escape import attr, num, p_value, pct, sort_value, text
-from pytest_mcpeval.report.types import CaseResult, MetricChangeView, ModelMetrics
 from pytest_mcpeval.report.usage import cost_text, tokens_text
+from pytest_mcpeval.results import CaseResult, MetricChangeView, ModelMetrics
 from pytest_mcpeval.text import plural
 
 LIST = 200  # items of a long list shown (flipped cases, keys only in one run)

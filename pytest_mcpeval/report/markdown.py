@@ -18,8 +18,8 @@ from pytest_mcpeval.gate.compare import Comparison, MetricChange, changed_tools,
 from pytest_mcpeval.gate.significance import format_p
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
 from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
-from pytest_mcpeval.report.types import Report
 from pytest_mcpeval.report.usage import cost_text
+from pytest_mcpeval.results import Report
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.text import plural
 

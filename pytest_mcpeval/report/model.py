@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_mcpeval import __version__, bounds
-from pytest_mcpeval.report.types import (
+from pytest_mcpeval.results import (
     REPORT_VERSION,
     CaseResult,
     CatalogInfo,

@@ -7,8 +7,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
-from pytest_mcpeval.report.types import CaseResult, CatalogInfo, Report
 from pytest_mcpeval.report.usage import cost_text, tokens_text
+from pytest_mcpeval.results import CaseResult, CatalogInfo, Report
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.registry import METRICS
 from pytest_mcpeval.text import plural

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_mcpeval.report.types import ToolMetrics
+from pytest_mcpeval.results import ToolMetrics
 
 
 def weak_tools(tools: Mapping[str, ToolMetrics]) -> list[tuple[str, ToolMetrics]]:

@@ -7,7 +7,7 @@ lower bound (``priced_cost_usd``, docs/report.md#modelsmodel).
 
 from __future__ import annotations
 
-from pytest_mcpeval.report.types import UsageMetrics
+from pytest_mcpeval.results import UsageMetrics
 
 
 def cost_text(usage: UsageMetrics) -> str:

@@ -16,7 +16,7 @@ from pytest_mcpeval.benchmark.loader import Benchmark
 from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models.config import ModelSpec
-from pytest_mcpeval.report.types import CaseResult
+from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.scoring.case import Expectation
 from pytest_mcpeval.text import did_you_mean
 

@@ -52,7 +52,7 @@ from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.judge import JudgeError, judge_claims
 from pytest_mcpeval.models.reply import ModelReply, RawCall
-from pytest_mcpeval.report.types import (
+from pytest_mcpeval.results import (
     CalledTool,
     CaseResult,
     CaseUsage,

@@ -15,7 +15,7 @@ from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.run.case import CaseError, unscored_result
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.report.types import CaseResult, SkippedCase
+    from pytest_mcpeval.results import CaseResult, SkippedCase
     from pytest_mcpeval.run.runtime import Runtime
 
 

@@ -18,7 +18,7 @@ from pytest_mcpeval.catalog import Catalog, catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.models import tokens
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
-from pytest_mcpeval.report.types import CaseResult
+from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.run import flow, single
 from pytest_mcpeval.run.case import (
     CaseError,

@@ -23,7 +23,7 @@ from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.reply import ModelReply
 from pytest_mcpeval.models.text_calls import find_text_calls
-from pytest_mcpeval.report.types import CalledTool, CaseResult
+from pytest_mcpeval.results import CalledTool, CaseResult
 from pytest_mcpeval.run.case import CaseRef, error_result
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call, score_case

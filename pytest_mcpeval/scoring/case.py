@@ -23,7 +23,7 @@ from typing import Any
 from pytest_mcpeval import bounds
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.report.escape import truncate
-from pytest_mcpeval.report.types import ArgumentCheck, CalledTool, ExpectedView, Mismatch, Score
+from pytest_mcpeval.results import ArgumentCheck, CalledTool, ExpectedView, Mismatch, Score
 from pytest_mcpeval.scoring.matchers import Matcher
 from pytest_mcpeval.text import canonical_json
 

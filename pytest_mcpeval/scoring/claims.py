@@ -22,7 +22,7 @@ import re
 from typing import Literal
 
 from pytest_mcpeval.benchmark.schema import Claim, ClaimCheck
-from pytest_mcpeval.report.types import ClaimView
+from pytest_mcpeval.results import ClaimView
 
 Verdict = Literal["fulfilled", "partially_fulfilled", "not_fulfilled"]
 VERDICT_SCORES: dict[Verdict, float] = {"fulfilled": 1.0, "partially_fulfilled": 0.5, "not_fulfilled": 0.0}

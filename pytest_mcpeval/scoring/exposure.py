@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_mcpeval.report.types import CaseResult, ExposureRow
+from pytest_mcpeval.results import CaseResult, ExposureRow
 
 
 def exposure_rows(cases: Sequence[CaseResult]) -> list[ExposureRow]:

@@ -34,7 +34,7 @@ from typing import Any, NotRequired
 from pytest_mcpeval import bounds
 from pytest_mcpeval.benchmark.schema import OrderMode
 from pytest_mcpeval.catalog import Catalog
-from pytest_mcpeval.report.types import (
+from pytest_mcpeval.results import (
     ArgumentCheck,
     CalledTool,
     ClaimView,

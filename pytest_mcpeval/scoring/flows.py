@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pytest_mcpeval.report.types import CaseResult, ClaimsMetrics, FlowMetrics, FlowToolMetrics
+from pytest_mcpeval.results import CaseResult, ClaimsMetrics, FlowMetrics, FlowToolMetrics
 from pytest_mcpeval.scoring.metrics import _ratio, _value, f1_scores, macro_f1
 
 

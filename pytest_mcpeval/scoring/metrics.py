@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pytest_mcpeval.report.types import ArgumentRates, CaseResult, ConfusedPair, SelectionMetrics, ToolMetrics
+from pytest_mcpeval.results import ArgumentRates, CaseResult, ConfusedPair, SelectionMetrics, ToolMetrics
 from pytest_mcpeval.scoring.case import NONE
 
 ARGUMENT_METRICS = {

@@ -1,7 +1,7 @@
 """The one registry of metrics: every name a threshold, a comparison or a summary may use.
 
 Each :class:`Metric` says which family it belongs to, whether higher is better, whether it is per tool,
-where its value lives in a model's metrics (``report.types.ModelMetrics``) and how it is shown.  The
+where its value lives in a model's metrics (``results.ModelMetrics``) and how it is shown.  The
 values themselves are computed in one place each: selection and arguments in :mod:`.metrics`,
 retrieval in :mod:`.retrieval`, repeats in :mod:`.repeats`, multi-step flows and claims in :mod:`.flows`.
 Thresholds (``gate``), the baseline comparison (``compare``), option parsing (``settings``) and the

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from math import comb
 
-from pytest_mcpeval.report.types import CaseResult, JudgeUsage, RepeatMetrics, UsageMetrics
+from pytest_mcpeval.results import CaseResult, JudgeUsage, RepeatMetrics, UsageMetrics
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

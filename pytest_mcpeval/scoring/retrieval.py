@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_mcpeval.report.types import CaseResult, CaseRetrieval, RankInfo, RetrievalMetrics, RetrievalTool
+from pytest_mcpeval.results import CaseResult, CaseRetrieval, RankInfo, RetrievalMetrics, RetrievalTool
 
 KS = (1, 3, 5, 10)
-REPORT_K = 5  # the cut-off of the per-tool fields (their names say 5: report.types.RetrievalTool)
+REPORT_K = 5  # the cut-off of the per-tool fields (their names say 5: results.RetrievalTool)
 MAX_OUTRANKED = 5
 
 

@@ -1,0 +1,126 @@
+"""The results of a run, at the ground floor: the typed data model of everything the plugin records (a
+case result, a model's metrics, the report, the baseline, lint findings).  Every other layer imports
+these types; this package imports nothing of the plugin's.  docs/report.md explains each field;
+``docs/report.schema.json`` is generated from :class:`Report` (``make schema``, :mod:`.schema`) and every
+report the test suite writes is validated against it.
+
+Why TypedDicts rather than pydantic models: the data *is* plain builtin dicts at every step — it crosses
+the xdist channel on test reports, is handed to users' ``pytest_mcpeval_*`` hooks and is written with
+``json.dump`` — so a TypedDict types it at no cost and no conversion, while mypy checks every key that
+is read or written.  pydantic still does what it is good at: :func:`.schema.report_schema` builds the JSON
+Schema from these same classes, and :func:`.schema.validate_report` checks a report against them.
+
+Report format version 1: fields are only ever added.
+"""
+
+from pytest_mcpeval.results.case import (
+    JSON,
+    ArgumentCheck,
+    CalledTool,
+    CaseResult,
+    CaseRetrieval,
+    CaseUsage,
+    ClaimView,
+    ExpectationMatch,
+    ExpectedView,
+    Mismatch,
+    RankInfo,
+    Score,
+    ToolAnswerView,
+    TrajectoryCall,
+    TrajectoryTurn,
+)
+from pytest_mcpeval.results.metrics import (
+    ArgumentRates,
+    ClaimsMetrics,
+    ConfusedPair,
+    Confusion,
+    ExposureRow,
+    FlowMetrics,
+    FlowToolMetrics,
+    JudgeUsage,
+    Latency,
+    ModelMetrics,
+    RepeatMetrics,
+    RetrievalMetrics,
+    RetrievalTool,
+    SelectionMetrics,
+    ToolMetrics,
+    UsageMetrics,
+)
+from pytest_mcpeval.results.report import (
+    REPORT_VERSION,
+    Baseline,
+    BaselineCase,
+    BaselineModel,
+    CatalogInfo,
+    ComparisonSection,
+    ConfusablePair,
+    Flipped,
+    Gate,
+    LintProblemView,
+    LintResult,
+    LintSection,
+    MetricChangeView,
+    ModelRun,
+    Report,
+    RunInfo,
+    SkippedCase,
+    SnapshotOutcome,
+    SnapshotResult,
+    ToolInfo,
+)
+
+__all__ = [
+    "JSON",
+    "REPORT_VERSION",
+    "ArgumentCheck",
+    "ArgumentRates",
+    "Baseline",
+    "BaselineCase",
+    "BaselineModel",
+    "CalledTool",
+    "CaseResult",
+    "CaseRetrieval",
+    "CaseUsage",
+    "CatalogInfo",
+    "ClaimView",
+    "ClaimsMetrics",
+    "ComparisonSection",
+    "ConfusablePair",
+    "ConfusedPair",
+    "Confusion",
+    "ExpectationMatch",
+    "ExpectedView",
+    "ExposureRow",
+    "Flipped",
+    "FlowMetrics",
+    "FlowToolMetrics",
+    "Gate",
+    "JudgeUsage",
+    "Latency",
+    "LintProblemView",
+    "LintResult",
+    "LintSection",
+    "MetricChangeView",
+    "Mismatch",
+    "ModelMetrics",
+    "ModelRun",
+    "RankInfo",
+    "RepeatMetrics",
+    "Report",
+    "RetrievalMetrics",
+    "RetrievalTool",
+    "RunInfo",
+    "Score",
+    "SelectionMetrics",
+    "SkippedCase",
+    "SnapshotOutcome",
+    "SnapshotResult",
+    "ToolAnswerView",
+    "ToolInfo",
+    "ToolMetrics",
+    "TrajectoryCall",
+    "TrajectoryTurn",
+    "UsageMetrics",
+]

@@ -1,0 +1,169 @@
+"""A model's metrics over its cases: selection, arguments, retrieval, repeats, flows, claims, usage."""
+
+from __future__ import annotations
+
+from typing import (
+    NotRequired,  # pydantic needs these on Python < 3.12
+)
+
+from typing_extensions import TypedDict
+
+# ---------------------------------------------------------------------------------------------- models
+
+
+class ArgumentRates(TypedDict):
+    evaluated: int
+    hallucination_rate: float | None
+    all_expected_rate: float | None
+    all_required_rate: float | None
+    exact_match_rate: float | None
+    applicable: NotRequired[bool]
+
+
+class ToolMetrics(TypedDict):
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int
+    predicted: int
+    arguments: ArgumentRates
+
+
+class Confusion(TypedDict):
+    labels: list[str]
+    matrix: list[list[int]]
+
+
+class ConfusedPair(TypedDict):
+    expected: str
+    called: str
+    count: int
+
+
+class RetrievalTool(TypedDict):
+    cases: int
+    mean_rank: float | None
+    recall_at_5: float
+    outside_top_5: list[str]
+    outranked_by: dict[str, int]
+
+
+class RetrievalMetrics(TypedDict):
+    cases: int
+    recall_at: dict[str, float | None]
+    mrr: float | None
+    k: int
+    tools: dict[str, RetrievalTool]
+
+
+class RepeatMetrics(TypedDict):
+    runs: int
+    pass_at_k: dict[str, float | None]
+    pass_hat_k: dict[str, float | None]
+    flaky: list[str]
+    successes: dict[str, tuple[int, int]]
+
+
+class Latency(TypedDict):
+    mean: float | None
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+class UsageMetrics(TypedDict):
+    calls: int
+    cached: int
+    prompt_tokens: int  # every input token of the calls made, the cached ones included
+    completion_tokens: int
+    cache_read_tokens: int  # of prompt_tokens, read from the providers' prompt caches
+    cache_write_tokens: int  # of prompt_tokens, written to them
+    cost_usd: float | None  # None ("cost unknown") when a paid call had no price: see unpriced_calls
+    priced_cost_usd: float | None  # the sum over the priced calls: a lower bound when unpriced_calls > 0
+    priced_calls: int
+    unpriced_calls: int  # calls made (not replayed) whose model litellm has no price for
+    retries: int
+    latency_s: Latency
+    # the local model: seconds spent loading it and embedding catalogs (once per process and catalog), summed
+    # over the cases that paid them (`loads`); kept out of latency_s.  Absent when no case loaded anything
+    load_s: NotRequired[float]
+    loads: NotRequired[int]
+
+
+class SelectionMetrics(TypedDict):
+    """Single-call tool selection as classification (scoring.metrics)."""
+
+    cases: int
+    scored: int
+    errors: int
+    blocked: NotRequired[int]  # of the errors, replies the provider's safety filter withheld (docs/metrics.md)
+    accuracy: float | None
+    pass_rate: float | None
+    macro_f1: float | None
+    weighted_f1: float | None
+    tools: dict[str, ToolMetrics]
+    confusion: Confusion
+    confused_pairs: list[ConfusedPair]
+    arguments: ArgumentRates
+    diagnoses: dict[str, int]
+    hallucinated_tools: dict[str, int]
+
+
+class FlowToolMetrics(TypedDict):
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int  # flow cases that expect the tool
+
+
+class FlowMetrics(TypedDict):
+    """Multi-step flows: pass and order rates, and multi-label per-tool metrics over the sets of tools
+    expected and called per flow case (a tool counts once per case however often it is called)."""
+
+    cases: int
+    pass_rate: float | None
+    order_match_rate: float | None
+    exact_set_rate: float | None
+    tools: dict[str, FlowToolMetrics]
+    micro_f1: float | None
+    macro_f1: float | None
+
+
+class ClaimsMetrics(TypedDict):
+    """Claim-bearing cases only: mean coverage and the share that passed (calls and coverage)."""
+
+    cases: int
+    mean_coverage: float | None
+    pass_rate: float | None
+
+
+class JudgeUsage(TypedDict):
+    """What one judge model cost judging this model's claims (apart from the model's own usage)."""
+
+    cases: int  # cases it judged
+    cached: int  # of them, judged from the cache only
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None when a paid call has no price in litellm's cost map
+    attempts: int
+
+
+class ExposureRow(TypedDict):
+    """Cases that showed the model ``tools_shown`` tools (docs/metrics.md#tools-shown)."""
+
+    tools_shown: int
+    cases: int  # scored single-call cases
+    accuracy: float | None
+    flows: int  # scored flows
+    flow_pass_rate: float | None
+
+
+class ModelMetrics(SelectionMetrics):
+    by_tools_shown: list[ExposureRow]
+    flows: FlowMetrics | None
+    claims: ClaimsMetrics | None
+    judges: dict[str, JudgeUsage]
+    untested_tools: list[str]
+    retrieval: RetrievalMetrics | None
+    repeats: RepeatMetrics
+    usage: UsageMetrics

@@ -1,0 +1,209 @@
+"""The report of a run and the baseline file: catalogs, run info, gate, lint, snapshots, comparison."""
+
+from __future__ import annotations
+
+from typing import (
+    Literal,
+    NotRequired,  # pydantic needs these on Python < 3.12
+)
+
+from typing_extensions import TypedDict
+
+from pytest_mcpeval.results.case import JSON, CaseResult
+from pytest_mcpeval.results.metrics import ModelMetrics
+
+REPORT_VERSION: Literal[1] = 1
+
+
+# ------------------------------------------------------------------------------------ catalogs and run
+
+
+class ToolInfo(TypedDict):
+    hash: str
+    description: str
+    tokens: int
+
+
+class CatalogInfo(TypedDict):
+    server: str
+    tools: dict[str, ToolInfo]
+    tokens: int
+    startup_s: NotRequired[float]  # the server's start-up: start, MCP handshake and tools/list (not for a tools_file)
+
+
+class ModelRun(TypedDict):
+    name: str
+    target: str
+    params: dict[str, JSON]
+    params_sent: NotRequired[dict[str, JSON]]
+
+
+class RunInfo(TypedDict, total=False):
+    models: dict[str, ModelRun]
+    interrupted: bool  # the run ended before every selected case ran (Ctrl-C, -x, --maxfail): the gate failed
+    stopped: str  # why, when interrupted
+    collect_errors: list[str]  # benchmark files that could not be collected (their cases are not in the report)
+
+
+class Gate(TypedDict):
+    passed: bool
+    failures: list[str]
+    usage_errors: NotRequired[list[str]]
+    thresholds: list[str]
+
+
+# ------------------------------------------------------------------------------------------------ lint
+
+
+class LintProblemView(TypedDict):
+    line: int | None
+    case: str
+    field: str
+    kind: str
+    message: str
+
+
+class LintResult(TypedDict):
+    """What one file's ``lint`` item found (crosses xdist on the test report)."""
+
+    file: str
+    catalog: str
+    problems: list[LintProblemView]
+    confusable: list[tuple[str, str, float]]
+
+
+class ConfusablePair(TypedDict):
+    tools: tuple[str, str]
+    similarity: float
+    confused: int
+
+
+class LintSection(TypedDict):
+    catalog: str
+    problems: list[LintProblemView]
+    confusable: list[ConfusablePair]
+
+
+# ------------------------------------------------------------------------------------------- snapshots
+
+SnapshotOutcome = Literal["matched", "recorded", "updated", "missing", "changed", "error"]
+
+
+class SnapshotResult(TypedDict):
+    """How one file's ``tool-catalog`` item (--mcp-snapshots) came out (crosses xdist on the test report)."""
+
+    file: str
+    server: str
+    catalog: str | None  # the digest of the catalog compared; None when the server gave none (an error)
+    snapshot: str  # where syrupy keeps it, relative to the rootdir; "" when the server gave no catalog
+    outcome: SnapshotOutcome
+    message: str  # what the failed item said (its first line); "" when it passed
+    diff: list[str]  # `changed`: the plain-text diff, snapshot (-) against the server's catalog (+)
+
+
+# ------------------------------------------------------------------------------------------ comparison
+
+
+class MetricChangeView(TypedDict):
+    model: str
+    metric: str
+    before: float | None
+    after: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float
+    n: int
+    significant: bool
+    drop: bool
+    improvement: bool
+    level: float
+    discordant: int
+    p_adjusted: float | None  # with --mcp-drop-correction=holm: the Holm-adjusted p-value the verdict reads
+
+
+class Flipped(TypedDict):
+    """A paired case whose outcome changed: ``correct`` of a single call, ``passed`` of a flow."""
+
+    case: str
+    model: str
+    expected_label: str | None
+    before: bool
+    after: bool
+    called_before: str | None
+    called_after: str | None
+    passed_before: bool | None
+    passed_after: bool | None
+    flow: NotRequired[bool]  # true for a flow (then before/after are its passed); absent for a single call
+
+
+class ComparisonSection(TypedDict):
+    baseline: str
+    margin: float
+    level: float
+    correction: NotRequired[str]  # "none" or "holm" (--mcp-drop-correction)
+    changes: list[MetricChangeView]
+    drops: list[str]
+    improvements: list[str]
+    flipped: list[Flipped]
+    only_in_baseline: list[str]
+    only_in_current: list[str]
+
+
+# -------------------------------------------------------------------------------------------- the report
+
+
+class SkippedCase(TypedDict):
+    """A selected case item that pytest skipped: not run, not scored, listed so that no case goes missing."""
+
+    file: str
+    line: int
+    id: str
+    model: str | None  # None: no model was configured
+    reason: str
+
+
+class Report(TypedDict):
+    version: Literal[1]
+    plugin_version: str
+    run: RunInfo
+    models: dict[str, ModelMetrics]
+    catalogs: dict[str, CatalogInfo]
+    gate: Gate
+    cases: list[CaseResult]
+    lint: NotRequired[dict[str, LintSection]]
+    snapshots: NotRequired[dict[str, SnapshotResult]]  # only with --mcp-snapshots: per file
+    comparison: NotRequired[ComparisonSection]
+    skipped: NotRequired[list[SkippedCase]]  # only when a selected case item was skipped
+
+
+class BaselineModel(TypedDict):
+    accuracy: float | None
+    macro_f1: float | None
+    pass_rate: float | None
+    tools: dict[str, float | None]
+    flow_pass_rate: NotRequired[float | None]  # flows.pass_rate (absent in baselines older than flows)
+    coverage: NotRequired[float | None]  # claims.mean_coverage
+
+
+class BaselineCase(TypedDict):
+    file: str
+    id: str
+    model: str
+    repeat: int
+    correct: bool | None
+    passed: bool | None
+    expected_label: str | None
+    called_label: str | None
+    error: str | None
+    flow: NotRequired[bool]  # flows only (absent: a single call, as in baselines older than flows)
+    coverage: NotRequired[float | None]  # flows only: mean claim score; None without claims
+
+
+class Baseline(TypedDict):
+    version: Literal[1]
+    kind: Literal["pytest-mcpeval-baseline"]
+    plugin_version: str | None
+    models: dict[str, BaselineModel]
+    cases: list[BaselineCase]
+    catalogs: dict[str, CatalogInfo]
