@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import read_report, run
 
-from pytest_mcpeval.models import ModelCallError, litellm_client
+from pytest_mcpeval.models import ModelCallError, litellm_client, litellm_failures, litellm_http, litellm_load
 from pytest_mcpeval.models.config import ModelRegistry, ModelSpec
 from pytest_mcpeval.models.reply import ModelReply
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -55,7 +55,7 @@ def no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(litellm_client, "BACKOFF_BASE", 0.001)
+    monkeypatch.setattr(litellm_failures, "BACKOFF_BASE", 0.001)
 
 
 @pytest.fixture
@@ -232,7 +232,7 @@ def test_missing_key_fails_at_once_naming_the_variable(target: str, variables: s
     attempts: list[int] = []
     real_classify = litellm_client.classify
 
-    def counting(exc: Exception, model: ModelSpec, timeout: float | None = None) -> litellm_client.Failure:
+    def counting(exc: Exception, model: ModelSpec, timeout: float | None = None) -> litellm_failures.Failure:
         attempts.append(1)
         return real_classify(exc, model, timeout)
 
@@ -365,7 +365,7 @@ def test_idle_connections_are_kept_alive_not_closed(model_server: ScriptedModelS
     that keeps them; a client_session the user set is left alone."""
     import litellm
 
-    monkeypatch.setattr(litellm_client, "_pool_checked", False)
+    monkeypatch.setattr(litellm_http, "_pool_checked", False)
     monkeypatch.setattr(litellm, "client_session", None)
     model = ModelSpec("m", "openai/pool", {"api_base": model_server.api_base, "api_key": "k"})
     for wave in range(2):
@@ -381,10 +381,10 @@ def test_idle_connections_are_kept_alive_not_closed(model_server: ScriptedModelS
     assert model_server.connections == 40  # httpx's default pool: 60 (20 kept, 20 opened again)
     own = litellm.client_session
     assert own is not None
-    monkeypatch.setattr(litellm_client, "_pool_checked", False)
+    monkeypatch.setattr(litellm_http, "_pool_checked", False)
     mine = own.__class__()
     monkeypatch.setattr(litellm, "client_session", mine)
-    litellm_client.keep_alive_pool(litellm)
+    litellm_http.keep_alive_pool(litellm)
     assert litellm.client_session is mine
     mine.close()
 
@@ -405,7 +405,7 @@ def test_litellm_is_imported_with_the_collector_off_then_frozen(monkeypatch: pyt
             states.append(gc.isenabled())
         return real_import(name, *args, **kwargs)
 
-    monkeypatch.setattr(litellm_client, "_litellm", None)
+    monkeypatch.setattr(litellm_load, "_litellm", None)
     monkeypatch.setattr(builtins, "__import__", spy)
     was_on = gc.isenabled()
     (gc.enable if collector_on else gc.disable)()

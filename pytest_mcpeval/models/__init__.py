@@ -9,21 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from pytest_mcpeval.models.common import OFFLINE_ENV, ModelCallError
 
-# set (unless the user set them) before litellm is imported: it reads its bundled cost map and fetches nothing
-OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
+__all__ = ["OFFLINE_ENV", "ModelCallError", "call_model", "params_sent"]
 
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec
     from pytest_mcpeval.models.reply import ModelReply
-
-
-class ModelCallError(Exception):
-    """The model could not be reached, answered with an error, or could not be loaded.
-
-    An infrastructure error: the case is listed apart and excluded from the metrics.
-    """
 
 
 def params_sent(model: ModelSpec) -> dict[str, Any]:
@@ -37,9 +30,9 @@ def params_sent(model: ModelSpec) -> dict[str, Any]:
     if model.target.startswith(local.PREFIX):
         return {"min_similarity": float(model.params.get("min_similarity", local.DEFAULT_MIN_SIMILARITY)),
                 "top_k": int(model.params.get("top_k", local.DEFAULT_TOP_K))}
-    from pytest_mcpeval.models import litellm_client
+    from pytest_mcpeval.models import litellm_params
 
-    return litellm_client.params_sent(model)
+    return litellm_params.params_sent(model)
 
 
 def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *,

@@ -35,10 +35,13 @@ in the same bytes for every case of a catalog (tests/providers/test_provider_cos
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
 from pytest_mcpeval.models.config import ModelSpec
+
+log = logging.getLogger(__name__)
 
 PRICE_PARAMS = frozenset({"input_cost_per_token", "output_cost_per_token", "input_cost_per_second",
                           "output_cost_per_second"})
@@ -51,14 +54,15 @@ _memo_lock = threading.Lock()
 
 def _provider(model: ModelSpec) -> tuple[str, str] | None:
     """litellm's ``(model, provider)`` for ``model``; ``None`` when it cannot place it."""
-    from pytest_mcpeval.models.litellm_client import load_litellm
+    from pytest_mcpeval.models.litellm_load import load_litellm
 
     litellm = load_litellm()
     user = model.user_params
     try:
         base, provider, _, _ = litellm.get_llm_provider(
             model.target, custom_llm_provider=user.get("custom_llm_provider"), api_base=user.get("api_base"))
-    except Exception:
+    except Exception as exc:  # the call itself will say why; the model is then unpriced
+        log.debug("litellm cannot place %s (%s): no price", model.target, exc)
         return None
     return str(base), str(provider)
 
@@ -79,7 +83,7 @@ def priced(model: ModelSpec) -> bool:
     def compute() -> bool:
         if PRICE_PARAMS & set(model.user_params):
             return True
-        from pytest_mcpeval.models.litellm_client import load_litellm
+        from pytest_mcpeval.models.litellm_load import load_litellm
 
         litellm = load_litellm()
         placed = _provider(model)
@@ -87,7 +91,8 @@ def priced(model: ModelSpec) -> bool:
             return False
         try:
             info = litellm.get_model_info(model=placed[0], custom_llm_provider=placed[1])
-        except Exception:  # "This model isn't mapped yet"
+        except Exception as exc:  # "This model isn't mapped yet": unpriced, the report says so
+            log.debug("litellm has no model info for %s: %s", model.target, exc)
             return False
         entry = litellm.model_cost.get(str(info.get("key") or "")) or {}
         return "input_cost_per_token" in entry or "output_cost_per_token" in entry  # not litellm's made-up zeros

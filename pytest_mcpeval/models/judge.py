@@ -31,7 +31,7 @@ from typing import Any
 from pytest_mcpeval import bounds
 from pytest_mcpeval.benchmark.schema import Claim
 from pytest_mcpeval.catalog import Catalog
-from pytest_mcpeval.models import ModelCallError
+from pytest_mcpeval.models.common import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply

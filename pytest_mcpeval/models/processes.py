@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import logging
 import os
 import sys
 import threading
@@ -36,16 +37,18 @@ from concurrent.futures import Future
 from multiprocessing.managers import BaseManager
 from typing import TYPE_CHECKING, Any
 
-from pytest_mcpeval.models import OFFLINE_ENV, ModelCallError
+from pytest_mcpeval.models.common import OFFLINE_ENV, ModelCallError
 from pytest_mcpeval.models.reply import ModelReply
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec
 
 # imported by the fork server once, before it forks the workers: this module first (its environment before the
-# imports: _ENV_BEFORE), then litellm_client, which sets the offline switches, then litellm (litellm_loaded: the
-# import made by litellm_client.load_litellm, the collector off, its objects frozen before any fork)
+# imports: _ENV_BEFORE), then litellm_client, whose litellm_load sets the offline switches, then litellm
+# (litellm_loaded: the import made by litellm_load.load_litellm, the collector off, its objects frozen before any fork)
 PRELOAD = ["pytest_mcpeval.models.processes", "pytest_mcpeval.models.litellm_client",
            "pytest_mcpeval.models.litellm_loaded"]
 # what pytest sets for the item it runs, and deletes after it: nothing a model call depends on, and a value that
@@ -140,7 +143,7 @@ def _warm() -> None:
     from multiprocessing import forkserver
 
     from pytest_mcpeval.interrupts import end_with_parent
-    from pytest_mcpeval.models import litellm_client
+    from pytest_mcpeval.models import litellm_load
 
     for name in PER_ITEM_ENV:  # the fork server may have been started while an item ran: not the worker's to keep
         os.environ.pop(name, None)
@@ -153,7 +156,7 @@ def _warm() -> None:
     # nothing of the run is in a worker: its calls in flight are abandoned; the kernel's signal only for a worker
     # forked by the fork server (under spawn its parent is a starting thread of the pytest process, soon gone)
     end_with_parent(signal.SIGKILL, kernel=isinstance(alive, int))
-    litellm_client.load_litellm()
+    litellm_load.load_litellm()
 
 
 def _context() -> Any:
@@ -172,7 +175,7 @@ def litellm_set_up_here() -> bool:
     monkeypatches) lives in this process only, and a worker process would call without it."""
     if "litellm" not in sys.modules:
         return False
-    client = sys.modules.get("pytest_mcpeval.models.litellm_client")
+    client = sys.modules.get("pytest_mcpeval.models.litellm_load")
     return client is None or bool(client.imported_elsewhere())
 
 
@@ -239,7 +242,8 @@ class CallProcesses:
             index = self._local.index = next(self._order) % self.count
         try:
             _, caller = self._workers[index].result()
-        except Exception:  # the pytest process makes the call itself
+        except Exception as exc:  # the worker could not be started: the pytest process makes the call itself
+            log.debug("call process %d not available (%r): the call is made in this process", index, exc)
             return None
         digest = catalog.digest
         known = self._known[index]

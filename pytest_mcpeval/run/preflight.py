@@ -97,7 +97,8 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
         return None  # a replay: litellm is not even imported (a replay of 1000 cases takes about its import time)
     if "api_key" in model.user_params and "/" in model.target:
         return None  # a key given, a provider named: nothing litellm would add (and its import costs 1.5-2 s)
-    from pytest_mcpeval.models.litellm_client import load_litellm, missing_keys, no_key_message
+    from pytest_mcpeval.models.litellm_failures import missing_keys, no_key_message
+    from pytest_mcpeval.models.litellm_load import load_litellm
 
     litellm = load_litellm()
     litellm.suppress_debug_info = True

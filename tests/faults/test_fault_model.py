@@ -24,7 +24,7 @@ import pytest
 from conftest import make_project, read_report, run
 from sklearn.metrics import f1_score
 
-from pytest_mcpeval.models import litellm_client
+from pytest_mcpeval.models import litellm_client, litellm_failures
 from pytest_mcpeval.models.config import ModelRegistry
 from pytest_mcpeval.models.reply import CACHE_CONTENT_CAP, ModelReply, RawCall
 from pytest_mcpeval.run import cache as cache_module
@@ -163,8 +163,8 @@ def test_rate_limit_retry_after_is_honoured(project: pytest.Pytester, model_serv
 def test_rate_limit_retry_after_is_capped(project: pytest.Pytester, model_server: ScriptedModelServer,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A Retry-After of an hour is waited RETRY_AFTER_CAP (120 s; 0.3 s here), then the case is an error."""
-    assert litellm_client.RETRY_AFTER_CAP == 120.0
-    monkeypatch.setattr(litellm_client, "RETRY_AFTER_CAP", 0.3)
+    assert litellm_failures.RETRY_AFTER_CAP == 120.0
+    monkeypatch.setattr(litellm_failures, "RETRY_AFTER_CAP", 0.3)
     model_server.script(FAULT, {"status": 429, "error": "slow down", "headers": {"Retry-After": "3600"}})
     outcome = evaluate(project)
     assert_error(outcome, PREFIX + " after 2 attempts: RateLimitError (HTTP 429): slow down")
@@ -180,7 +180,7 @@ def test_retry_after_header_values(header: str, seconds: float | None) -> None:
     class Limited(Exception):
         litellm_response_headers = {"retry-after": header}
 
-    assert litellm_client._retry_after(Limited()) == seconds
+    assert litellm_failures._retry_after(Limited()) == seconds
 
 
 def test_retry_after_as_a_future_http_date() -> None:
@@ -189,7 +189,7 @@ def test_retry_after_as_a_future_http_date() -> None:
     class Limited(Exception):
         litellm_response_headers = {"retry-after": formatdate(time.time() + 30, usegmt=True)}
 
-    wait = litellm_client._retry_after(Limited())
+    wait = litellm_failures._retry_after(Limited())
     assert wait is not None and 28 <= wait <= 30
 
 

@@ -420,9 +420,9 @@ def test_whose_import_of_litellm_it_is(monkeypatch: pytest.MonkeyPatch, started:
     alone does not say who imported it (the plugin's own import puts it there at once, 2 s before it is done)."""
     import litellm  # noqa: F401
 
-    from pytest_mcpeval.models import litellm_client
+    from pytest_mcpeval.models import litellm_load
     from pytest_mcpeval.models.processes import litellm_set_up_here
 
-    monkeypatch.setattr(litellm_client, "_load_started", started)
-    monkeypatch.setattr(litellm_client, "_found_imported", found)
+    monkeypatch.setattr(litellm_load, "_load_started", started)
+    monkeypatch.setattr(litellm_load, "_found_imported", found)
     assert litellm_set_up_here() is expected

@@ -16,7 +16,7 @@ import pytest
 from conftest import read_report, run
 from fakes import AnthropicFake, AzureFake, GeminiFake, OllamaFake, OpenAIFake, ProviderFake, VllmFake
 
-from pytest_mcpeval.models import litellm_client
+from pytest_mcpeval.models import litellm_failures
 
 TOOLS = [
     {"name": "get_issue", "description": "Get an issue by key.",
@@ -239,10 +239,10 @@ def test_gemini_retry_delay_is_bounded_by_the_timeout() -> None:
                 litellm.completion(model=fake.model, messages=[{"role": "user", "content": "hi"}], num_retries=0,
                                    **fake.params())
             found.append(caught.value)
-    assert litellm_client._retry_after(found[0], timeout=20.0) == 20.0
-    assert litellm_client._retry_after(found[0]) == litellm_client.RETRY_AFTER_CAP
-    assert litellm_client._retry_after(found[1], timeout=20.0) == 0.25
-    assert litellm_client._retry_after(found[2], timeout=20.0) is None  # then the usual backoff
+    assert litellm_failures._retry_after(found[0], timeout=20.0) == 20.0
+    assert litellm_failures._retry_after(found[0]) == litellm_failures.RETRY_AFTER_CAP
+    assert litellm_failures._retry_after(found[1], timeout=20.0) == 0.25
+    assert litellm_failures._retry_after(found[2], timeout=20.0) is None  # then the usual backoff
 
 
 # -- 7. error results flagged as errors ------------------------------------------------------------------------
