@@ -22,7 +22,6 @@ from typing import Any
 
 from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.defaults import MAX_DEPTH
-from pytest_mcpeval.results import CatalogInfo, ToolInfo
 from pytest_mcpeval.text import canonical_json
 
 TOOL_KEYS = ("name", "title", "description", "inputSchema", "annotations")
@@ -165,19 +164,3 @@ def catalog_from_mcp(tools: Iterable[Any]) -> Catalog:
         dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
         out.append({k: dumped[k] for k in TOOL_KEYS if k in dumped})
     return Catalog(out)
-
-
-def catalog_info(catalog: Catalog, server: str, startup_s: float | None = None) -> CatalogInfo:
-    """What the report keeps of a catalog: per tool its hash, description and token cost, and the seconds its
-    server took to start (``ServerPool.startup_s``; ``None`` for a static tool list)."""
-    from pytest_mcpeval.models.tokens import tool_tokens
-
-    tokens = tool_tokens(catalog)
-    tools: dict[str, ToolInfo] = {
-        name: {"hash": digest, "description": catalog.by_name[name].get("description") or "", "tokens": tokens[name]}
-        for name, digest in catalog.hashes().items()
-    }
-    info: CatalogInfo = {"server": server, "tools": tools, "tokens": sum(tokens.values())}
-    if startup_s is not None:
-        info["startup_s"] = round(startup_s, 3)
-    return info

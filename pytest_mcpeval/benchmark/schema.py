@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_MAX_TURNS  # noqa: F401 (re-exported)
+from pytest_mcpeval.transports import SOURCE_KEYS
 
 FORMAT_VERSION: Literal[1] = 1
 CASE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -33,6 +34,8 @@ class _Strict(BaseModel):
 
 class ServerSpec(_Strict):
     """Where the tools come from.  Exactly one of ``tools_file``, ``command``, ``url``, ``python``."""
+
+    # (the docstring is the published schema's description; the keys are pytest_mcpeval.transports.SOURCE_KEYS)
 
     tools_file: str | None = Field(
         default=None,
@@ -58,10 +61,10 @@ class ServerSpec(_Strict):
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> ServerSpec:
-        given = [k for k in ("tools_file", "command", "url", "python") if getattr(self, k) is not None]
+        given = [k for k in SOURCE_KEYS if getattr(self, k) is not None]
         if len(given) != 1:
             found = ", ".join(given) if given else "none"
-            raise ValueError(f"give exactly one of tools_file, command, url, python (found: {found})")
+            raise ValueError(f"give exactly one of {', '.join(SOURCE_KEYS)} (found: {found})")
         if (self.env is not None or self.cwd is not None) and self.command is None:
             raise ValueError("`env` and `cwd` only apply to `command`")
         if self.headers is not None and self.url is None:
@@ -69,14 +72,9 @@ class ServerSpec(_Strict):
         return self
 
     @property
-    def kind(self) -> Literal["tools_file", "command", "url", "python"]:
-        if self.tools_file is not None:
-            return "tools_file"
-        if self.command is not None:
-            return "command"
-        if self.url is not None:
-            return "url"
-        return "python"
+    def kind(self) -> str:
+        """The one key of :data:`~pytest_mcpeval.transports.SOURCE_KEYS` that is given."""
+        return next(k for k in SOURCE_KEYS if getattr(self, k) is not None)
 
     def describe(self) -> str:
         """One line naming the server, for messages."""

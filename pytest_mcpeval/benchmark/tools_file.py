@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_mcpeval import bounds
-from pytest_mcpeval.benchmark.loader import BenchmarkError, Loc, Problem
+from pytest_mcpeval.benchmark.problems import BenchmarkError, Loc, Problem
 from pytest_mcpeval.defaults import MAX_FILE_BYTES
 from pytest_mcpeval.text import closest, json_kind
 

@@ -52,7 +52,7 @@ def _catalog(request: pytest.FixtureRequest, runtime: Runtime, override: object)
 
 def lint(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
-    from pytest_mcpeval.catalog import catalog_info
+    from pytest_mcpeval.catalog_report import catalog_info
     from pytest_mcpeval.checks.confusable import confusable_pairs
     from pytest_mcpeval.checks.lint import UncheckedSchemaWarning, check_expectations
 

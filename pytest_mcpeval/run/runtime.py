@@ -14,7 +14,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_mcpeval.catalog import Catalog, catalog_info
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.catalog_report import catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.models import tokens
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
