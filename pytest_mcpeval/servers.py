@@ -28,11 +28,7 @@ group) and only then are its cases given the error, so no server process outlive
 from __future__ import annotations
 
 import concurrent.futures
-import importlib
 import math
-import os
-import re
-import sys
 import time
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
@@ -44,7 +40,7 @@ from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT, MAX_DEPTH
 from pytest_mcpeval.server_log import (
-    StderrPipe,
+    Watch,
     exit_status,
     invalid_answer,
     is_closed,
@@ -52,7 +48,17 @@ from pytest_mcpeval.server_log import (
     watch_connection,
     write_log,
 )
+from pytest_mcpeval.server_secrets import object_secrets, server_secrets
 from pytest_mcpeval.tool_result import ToolResult, tool_result_from_mcp
+from pytest_mcpeval.transports import (
+    TRANSPORTS,
+    ServerError,
+    Target,
+    import_target,
+    open_transport,
+    target_of_object,
+    transport_of,
+)
 
 __all__ = [
     "STOP_GRACE",
@@ -62,6 +68,8 @@ __all__ = [
     "ToolResult",
     "import_target",
     "load_tools_file",
+    "object_secrets",
+    "server_secrets",
 ]
 
 STOP_GRACE = 10.0
@@ -77,10 +85,6 @@ its event loop's word: an in-process ``async`` tool that blocks (``time.sleep`` 
 cannot cancel the call until the tool returns (the SDK runs a sync tool on a thread of its own)."""
 
 
-class ServerError(Exception):
-    """The server could not be started, reached or listed: an infrastructure error."""
-
-
 @dataclass
 class _Live:
     client: Any
@@ -89,62 +93,6 @@ class _Live:
     label: str
     log: Path
     closed: str | None = None  # how the session was seen to close under a tool call: no call is tried again
-
-
-def _expand_env(value: str) -> str:
-    return re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value)
-
-
-def server_secrets(spec: ServerSpec | None) -> list[str]:
-    """What may be secret in a server block, as it will be used (``${VAR}`` replaced): the values of its
-    secret-named ``env:`` entries and ``headers:``, what its command passes under a secret-looking flag or name,
-    and the secret parts of its URL (:mod:`pytest_mcpeval.redact`).  Learnt when the file is collected."""
-    from pytest_mcpeval.redact import command_secrets, environment_secrets, header_secrets, url_secrets
-
-    if spec is None:
-        return []
-    found: list[str] = []
-    if spec.command is not None:
-        found += command_secrets([_expand_env(part) for part in spec.command])
-    if spec.env:
-        found += environment_secrets({k: _expand_env(v) for k, v in spec.env.items()})
-    if spec.url is not None:
-        found += url_secrets(_expand_env(spec.url))
-    if spec.headers:
-        found += header_secrets({k: _expand_env(v) for k, v in spec.headers.items()})
-    return found
-
-
-def object_secrets(obj: Any) -> list[str]:
-    """:func:`server_secrets` of what an ``mcp_server`` fixture returned: a URL, or ``StdioServerParameters``."""
-    from pytest_mcpeval.redact import command_secrets, environment_secrets, url_secrets
-
-    if isinstance(obj, str):
-        return url_secrets(obj)
-    command, args, env = getattr(obj, "command", None), getattr(obj, "args", None), getattr(obj, "env", None)
-    found: list[str] = []
-    if isinstance(command, str) and isinstance(args, list):
-        found += command_secrets([command, *map(str, args)])
-    if isinstance(env, dict):
-        found += environment_secrets({str(k): str(v) for k, v in env.items()})
-    return found
-
-
-def import_target(target: str, search_dirs: list[Path]) -> Any:
-    """Import ``module:attr`` with ``search_dirs`` first on ``sys.path``."""
-    module_name, _, attr = target.partition(":")
-    for d in reversed(search_dirs):
-        if str(d) not in sys.path:
-            sys.path.insert(0, str(d))
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as exc:  # the caller logs the traceback (the cause)
-        raise ServerError(f"cannot import `{module_name}`: {type(exc).__name__}: {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ServerError(f"module `{module_name}` has no attribute `{attr}`")
-        obj = getattr(obj, part)
-    return obj
 
 
 class ServerPool:
@@ -261,24 +209,12 @@ class ServerPool:
         if spec.tools_file is not None:
             return load_tools_file(base_dir / spec.tools_file)
         log = self.log_dir / f"server-{len(self._catalogs)}.log"
-        if spec.python is not None:
-            try:
-                target = import_target(spec.python, [base_dir, root_dir])
-            except ServerError as exc:
-                write_log(log, str(exc), exc.__cause__)
-                raise ServerError(f"{exc}; its log: {log}") from None
-            return self._connect(key, target, spec.describe(), log)
-        if spec.command is not None:
-            from mcp import StdioServerParameters
-
-            cwd = base_dir / _expand_env(spec.cwd) if spec.cwd else base_dir
-            env = {k: _expand_env(v) for k, v in spec.env.items()} if spec.env else None
-            command = [_expand_env(part) for part in spec.command]
-            params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cwd))
-            return self._connect(key, params, spec.describe(), log)
-        assert spec.url is not None
-        headers = {k: _expand_env(v) for k, v in (spec.headers or {}).items()}
-        return self._connect(key, (spec.url, headers), spec.describe(), log)
+        try:
+            target = TRANSPORTS[spec.kind].from_block(spec, base_dir, root_dir)
+        except ServerError as exc:  # an in-process server that cannot be imported
+            write_log(log, str(exc), exc.__cause__)
+            raise ServerError(f"{exc}; its log: {log}") from None
+        return self._connect(key, target, spec.describe(), log)
 
     def _open_object(self, key: str, obj: Any) -> Catalog:
         if isinstance(obj, Catalog):
@@ -288,9 +224,8 @@ class ServerPool:
                 return catalog_from_json(obj)
             except ValueError as exc:
                 raise ServerError(f"the mcp_server fixture returned an invalid tool list: {exc}") from None
-        if isinstance(obj, str):
-            return self._connect(key, (obj, {}), f"url: {obj}", self.log_dir / "server-fixture.log")
-        return self._connect(key, obj, f"fixture {type(obj).__name__}", self.log_dir / "server-fixture.log")
+        label = f"url: {obj}" if isinstance(obj, str) else f"fixture {type(obj).__name__}"
+        return self._connect(key, target_of_object(obj), label, self.log_dir / "server-fixture.log")
 
     def _ensure_portal(self) -> Any:
         if self._portal is None:
@@ -299,7 +234,7 @@ class ServerPool:
             self._portal = self._stack.enter_context(start_blocking_portal())
         return self._portal
 
-    def _connect(self, key: str, target: Any, label: str, log: Path) -> Catalog:
+    def _connect(self, key: str, target: Target, label: str, log: Path) -> Catalog:
         portal = self._ensure_portal()
         log.parent.mkdir(parents=True, exist_ok=True)
         opened: concurrent.futures.Future[tuple[Any, list[Any], float]] = concurrent.futures.Future()
@@ -346,8 +281,20 @@ async def _make_event() -> Any:
     return anyio.Event()
 
 
+async def _list_tools(client: Any) -> list[Any]:
+    """Every page of ``tools/list``."""
+    tools: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
 async def _hold(
-    target: Any,
+    target: Target,
     label: str,
     log: Path,
     timeout: float,
@@ -362,14 +309,11 @@ async def _hold(
     any failure, before or after, is written to ``log`` with its whole traceback.
     """
     import anyio
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp import Client
 
     started = time.monotonic()
     watch = watch_connection(log)  # this task's context, inherited by the SDK's tasks: their log records go to `log`
-    stdio = isinstance(target, StdioServerParameters)
+    stdio = transport_of(target).stdio
     phase = "the MCP handshake"
     timed_out = False
     try:
@@ -379,26 +323,10 @@ async def _hold(
             async with AsyncExitStack() as stack:
                 with open(log, "a", encoding="utf-8") as errlog:
                     watch.stderr_start = errlog.tell()
-                if isinstance(target, StdioServerParameters):
-                    # masked and capped by a thread (server_log.StderrPipe); closed once the server has stopped,
-                    # before a failure quotes its last line (the stack unwinds in reverse: the client first)
-                    pipe = StderrPipe(log)
-                    stack.push_async_callback(pipe.close)
-                    target = stdio_client(target, errlog=pipe.writer)  # type: ignore[arg-type]
-                elif isinstance(target, tuple):
-                    url, headers = target
-                    http = await stack.enter_async_context(create_mcp_http_client(headers=headers or None))
-                    target = streamable_http_client(url, http_client=http)
-                client = await stack.enter_async_context(Client(target, read_timeout_seconds=timeout))
+                transport = await open_transport(target, stack, log)
+                client = await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout))
                 phase = "`tools/list`"
-                tools: list[Any] = []
-                cursor: str | None = None
-                while True:
-                    page = await client.list_tools(cursor=cursor)
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+                tools = await _list_tools(client)
                 deadline.deadline = math.inf
                 opened.set_result((client, tools, time.monotonic() - started))
                 await stop.wait()
@@ -406,28 +334,8 @@ async def _hold(
             timed_out = True
             raise TimeoutError(f"no answer within {timeout:g} s")
     except BaseException as exc:
-        connected = opened.done()  # the tools were reported: the failure came later, while held or closing
         try:
-            if connected:
-                write_log(log, f"the connection to the server ({label}) failed", exc)
-            elif timed_out:
-                what = "complete the MCP handshake" if phase == "the MCP handshake" else "answer `tools/list`"
-                message = f"server ({label}) did not {what} within {timeout:g} s ({TIMEOUT_OPTION})"
-                write_log(log, message + ("; it was stopped" if stdio else ""))
-                opened.set_exception(ServerError(f"{message}{watch.details(stdio)}; its log: {log}"))
-            else:
-                reason = one_line(exc)
-                invalid = invalid_answer(exc)
-                if invalid is not None:
-                    reason = f"its answer during {phase} is not valid MCP: {invalid}"
-                elif is_closed(exc):
-                    how = exit_status(exc) if stdio else None
-                    reason = f"the server closed the connection during {phase}"
-                    reason += f" (its process ended with {how})" if how else ""
-                reason += watch.details(stdio)
-                write_log(log, f"could not connect to the server ({label})", exc)
-                message = f"could not connect to the server ({label}): {reason}; its log: {log}"
-                opened.set_exception(ServerError(message))
+            _report(exc, opened, label, log, timeout, phase, stdio, timed_out, watch)
         finally:
             if not opened.done():  # writing the log failed: the caller must still hear of it
                 opened.set_exception(ServerError(f"could not connect to the server ({label}): {one_line(exc)}"))
@@ -435,9 +343,34 @@ async def _hold(
             raise
 
 
+def _report(exc: BaseException, opened: concurrent.futures.Future[tuple[Any, list[Any], float]], label: str,
+            log: Path, timeout: float, phase: str, stdio: bool, timed_out: bool, watch: Watch) -> None:
+    """Write the failure of a connection to its log and, before its tools were reported, give ``opened`` the
+    one-line :class:`ServerError` that says what happened during ``phase``."""
+    if opened.done():  # the tools were reported: the failure came later, while held or closing
+        write_log(log, f"the connection to the server ({label}) failed", exc)
+    elif timed_out:
+        what = "complete the MCP handshake" if phase == "the MCP handshake" else "answer `tools/list`"
+        message = f"server ({label}) did not {what} within {timeout:g} s ({TIMEOUT_OPTION})"
+        write_log(log, message + ("; it was stopped" if stdio else ""))
+        opened.set_exception(ServerError(f"{message}{watch.details(stdio)}; its log: {log}"))
+    else:
+        reason = one_line(exc)
+        invalid = invalid_answer(exc)
+        if invalid is not None:
+            reason = f"its answer during {phase} is not valid MCP: {invalid}"
+        elif is_closed(exc):
+            how = exit_status(exc) if stdio else None
+            reason = f"the server closed the connection during {phase}"
+            reason += f" (its process ended with {how})" if how else ""
+        reason += watch.details(stdio)
+        write_log(log, f"could not connect to the server ({label})", exc)
+        opened.set_exception(ServerError(f"could not connect to the server ({label}): {reason}; its log: {log}"))
+
+
 def load_tools_file(path: Path, shown: str | None = None) -> Catalog:
     """The catalog of a ``tools_file``; a :class:`ServerError` names the file (as ``shown``) and every problem."""
-    from pytest_mcpeval.benchmark.loader import BenchmarkError
+    from pytest_mcpeval.benchmark.problems import BenchmarkError
     from pytest_mcpeval.benchmark.tools_file import read_tools_file
 
     try:
