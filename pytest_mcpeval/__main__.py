@@ -3,7 +3,8 @@
     python -m pytest_mcpeval import bfcl QUESTIONS.json POSSIBLE_ANSWERS.json --out DIR
     python -m pytest_mcpeval import atlas TASKS.csv --out DIR
 
-Each importer lives in ``pytest_mcpeval.importers.<name>`` and provides ``add_arguments(parser)`` and
+Each importer lives in ``pytest_mcpeval.importers.<name>``, is listed in
+:data:`pytest_mcpeval.importers.IMPORTERS`, and provides ``add_arguments(parser)`` and
 ``run(args) -> int``; the modules are imported to build the parser, so they import nothing heavy at the
 top.  A user mistake (a missing file, a malformed row) raises :class:`~pytest_mcpeval.importers.UserError`
 and is one line on stderr with exit status 2, never a traceback.  (The class lives outside this module:
@@ -18,16 +19,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from pytest_mcpeval.importers import UserError
+from pytest_mcpeval.importers import IMPORTERS, UserError
 
 __all__ = ["IMPORTERS", "UserError", "build_parser", "main"]
-
-#: importer name -> one-line help.  The module ``pytest_mcpeval.importers.<name>`` does the work.
-IMPORTERS = {
-    "bfcl": "convert BFCL (Berkeley Function Calling Leaderboard) question and answer files",
-    "atlas": "convert MCP-Atlas tasks (CSV, JSON or Parquet) into offline flows",
-}
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

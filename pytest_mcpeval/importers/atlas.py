@@ -52,7 +52,8 @@ from pytest_mcpeval.importers.atlas_map import (
     mocks_for,
     tool_catalog,
 )
-from pytest_mcpeval.importers.atlas_read import COLUMNS, RecordedCall, Task, load_tasks, read_tool_definitions
+from pytest_mcpeval.importers.atlas_read import RecordedCall, Task, load_tasks
+from pytest_mcpeval.importers.atlas_rows import COLUMNS, read_tool_definitions
 from pytest_mcpeval.importers.atlas_write import benchmark_yaml, readme, write_files
 from pytest_mcpeval.text import plural
 

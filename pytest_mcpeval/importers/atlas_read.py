@@ -1,16 +1,17 @@
-"""MCP-Atlas import, step 1: the input files -> :class:`Task` objects (for ``python -m pytest_mcpeval import atlas``).
+"""MCP-Atlas import, step 1: the input files -> :class:`Task` objects (for ``python -m pytest_mcpeval import atlas``;
+the files are read as rows by :mod:`.atlas_rows`).
 
 Owns everything about what the user hands in, and nothing about what is written:
 
 * the tasks file: ``.csv`` (MCP-Atlas's sample file: list columns as JSON text, claims as JSON or a Python list
   literal), ``.json`` (a list of row objects, or ``{"tasks": [...]}``), ``.jsonl`` (one row object per line) or
-  ``.parquet`` (Hugging Face's ``ScaleAI/MCP-Atlas``; needs pyarrow, which is not a dependency) ->
-  :func:`read_rows`;
+  ``.parquet`` (Hugging Face's ``ScaleAI/MCP-Atlas``; needs pyarrow, which is not a dependency) -> rows:
+  :func:`~pytest_mcpeval.importers.atlas_rows.read_rows`;
 * one row's cells (TASK, PROMPT, ENABLED_TOOLS, GTFA_CLAIMS, TRAJECTORY in the OpenAI message format, or the
   harness's AgentOutput records) -> a :class:`Task` with the recorded calls and their outputs
   (:func:`parse_task`), and the whole file -> tasks whose case ids (:func:`case_id`) are unique
   (:func:`load_tasks`);
-* the ``--tools FILE`` of real tool definitions (:func:`read_tool_definitions`).
+* the ``--tools FILE`` of real tool definitions (:func:`~pytest_mcpeval.importers.atlas_rows.read_tool_definitions`).
 
 A malformed row is one :class:`~pytest_mcpeval.importers.UserError` naming the file, the row, the column and
 the place in the cell (``column TRAJECTORY[3].tool_calls[0].id: ...``).  Only the standard library and, for
@@ -20,9 +21,6 @@ Parquet, pyarrow are imported; the tools file reader is imported when ``--tools`
 from __future__ import annotations
 
 import ast
-import csv
-import importlib
-import io
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -31,10 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.importers import UserError
-from pytest_mcpeval.text import did_you_mean, json_kind
-
-COLUMNS = ("TASK", "PROMPT", "ENABLED_TOOLS", "GTFA_CLAIMS", "TRAJECTORY")
-FORMATS = (".csv", ".json", ".jsonl", ".parquet")
+from pytest_mcpeval.importers.atlas_rows import COLUMNS, cell_kind, read_rows
+from pytest_mcpeval.text import did_you_mean
 
 # -- the tasks -----------------------------------------------------------------------------------------------
 
@@ -74,95 +70,6 @@ class _RowError(Exception):
         self.message = message
 
 
-def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The rows of a tasks file, each with how messages name it (``row 3`` or ``row 3 (line 7)``)."""
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise UserError(f"{path}: unknown format `{path.suffix or '(no suffix)'}`: expected a file ending in "
-                        f"{', '.join(FORMATS)}")
-    if suffix == ".parquet":
-        return _parquet_rows(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the file: {exc}") from None
-    if suffix == ".csv":
-        return _csv_rows(path, text)
-    if suffix == ".jsonl":
-        rows: list[tuple[str, dict[str, Any]]] = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                rows.append((f"row {len(rows) + 1} (line {number})", _json_object(path, line, number)))
-        return rows
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-    if isinstance(data, Mapping) and isinstance(data.get("tasks"), list):
-        data = data["tasks"]
-    if not isinstance(data, list):
-        raise UserError(f"{path}: expected a JSON list of task objects (or {{\"tasks\": [...]}}), got "
-                        f"{_kind(data)}")
-    out: list[tuple[str, dict[str, Any]]] = []
-    for i, row in enumerate(data):
-        if not isinstance(row, Mapping):
-            raise UserError(f"{path}: row {i + 1}: expected a task object with the columns {', '.join(COLUMNS)}, "
-                            f"got {_kind(row)}")
-        out.append((f"row {i + 1}", dict(row)))
-    return out
-
-
-def _json_object(path: Path, line: str, number: int) -> dict[str, Any]:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{number}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(row, dict):
-        raise UserError(f"{path}:{number}: expected a task object, got {_kind(row)}")
-    return row
-
-
-def _csv_rows(path: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
-    csv.field_size_limit(2**31 - 1)  # a trajectory cell holds every tool output: far above the 128 KiB default
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    rows: list[tuple[str, dict[str, Any]]] = []
-    start = 1
-    try:
-        if reader.fieldnames is None:
-            raise UserError(f"{path}: the file is empty: expected a header row with {', '.join(COLUMNS)}")
-        start = reader.line_num + 1
-        for row in reader:
-            if None in row:  # more cells than header columns
-                raise UserError(f"{path}: row {len(rows) + 1} (line {start}): {len(row) - 1 + len(row[None])} "
-                                f"cells for {len(row) - 1} columns (a quote not closed or not doubled?)")
-            rows.append((f"row {len(rows) + 1} (line {start})", dict(row)))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise UserError(f"{path}:{start}: row {len(rows) + 1}: not valid CSV: {exc}") from None
-    return rows
-
-
-def _parquet_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    try:
-        pq = importlib.import_module("pyarrow.parquet")  # optional, and only for this format
-    except ImportError:
-        raise UserError(f"{path}: reading Parquet needs pyarrow, which is not installed: `pip install pyarrow` (it "
-                        "is not a dependency of pytest-mcpeval), or convert the file to CSV or JSON") from None
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
-        raise UserError(f"{path}: cannot read it as Parquet: {exc}") from None
-    return [(f"row {i + 1}", dict(row)) for i, row in enumerate(table.to_pylist())]
-
-
-def _kind(value: Any) -> str:
-    return "an empty string" if isinstance(value, str) and not value.strip() else json_kind(value)
-
-
 def parse_task(path: Path, where: str, row: Mapping[str, Any]) -> Task:
     """One row as a :class:`Task`; a :class:`UserError` naming the row, the column and the place otherwise."""
     columns = {str(k).strip().upper(): k for k in row}
@@ -180,7 +87,7 @@ def parse_task(path: Path, where: str, row: Mapping[str, Any]) -> Task:
     if isinstance(task_id, int) and not isinstance(task_id, bool):
         task_id = str(task_id)
     if not isinstance(task_id, str) or not task_id.strip():
-        raise UserError(f"{path}: {where}: column TASK: expected the task id, got {_kind(task_id)}")
+        raise UserError(f"{path}: {where}: column TASK: expected the task id, got {cell_kind(task_id)}")
     task_id = task_id.strip()
     where = f"{where} (TASK {task_id})"
 
@@ -192,7 +99,7 @@ def parse_task(path: Path, where: str, row: Mapping[str, Any]) -> Task:
 
     prompt = cell("PROMPT")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise UserError(f"{path}: {where}: column PROMPT: expected the user's request, got {_kind(prompt)}")
+        raise UserError(f"{path}: {where}: column PROMPT: expected the user's request, got {cell_kind(prompt)}")
     tools = parsed("ENABLED_TOOLS", _tool_names)
     claims = parsed("GTFA_CLAIMS", _claims)
     turns = parsed("TRAJECTORY", _trajectory)
@@ -221,13 +128,13 @@ def _decoded(value: Any, what: str) -> Any:
 def _tool_names(value: Any) -> list[str]:
     names = _decoded(value, "a JSON list of tool names")
     if not isinstance(names, list) or not names:
-        raise _RowError("", f"expected a non-empty list of tool names, got {_kind(names)}")
+        raise _RowError("", f"expected a non-empty list of tool names, got {cell_kind(names)}")
     out: list[str] = []
     for i, name in enumerate(names):
         if isinstance(name, Mapping):  # MCP-Atlas's harness also takes [{"name": ...}]
             name = name.get("name")
         if not isinstance(name, str) or not name.strip():
-            raise _RowError(f"[{i}]", f"expected a tool name, got {_kind(name)}")
+            raise _RowError(f"[{i}]", f"expected a tool name, got {cell_kind(name)}")
         if name.strip() not in out:
             out.append(name.strip())
     return out
@@ -258,13 +165,13 @@ def _claims(value: Any) -> list[str]:
         else:
             claims = [_BULLET.sub("", line).strip() for line in text.splitlines() if line.strip()]
     if not isinstance(claims, list | tuple):
-        raise _RowError("", f"expected a list of claims, got {_kind(claims)}")
+        raise _RowError("", f"expected a list of claims, got {cell_kind(claims)}")
     out: list[str] = []
     for i, claim in enumerate(claims):
         if isinstance(claim, Mapping):
             claim = claim.get("claim")
         if not isinstance(claim, str):
-            raise _RowError(f"[{i}]", f"expected a claim (text), got {_kind(claim)}")
+            raise _RowError(f"[{i}]", f"expected a claim (text), got {cell_kind(claim)}")
         if claim.strip():
             out.append(claim.strip())
     return out
@@ -273,7 +180,7 @@ def _claims(value: Any) -> list[str]:
 def _trajectory(value: Any) -> list[list[RecordedCall]]:
     messages = _decoded(value, "a JSON list of messages")
     if not isinstance(messages, list):
-        raise _RowError("", f"expected a list of messages, got {_kind(messages)}")
+        raise _RowError("", f"expected a list of messages, got {cell_kind(messages)}")
     turns: list[list[RecordedCall]] = []
     pending: dict[str, tuple[str, RecordedCall]] = {}  # tool_call_id -> (where, call) awaiting its output
     for i, message in enumerate(messages):
@@ -283,12 +190,12 @@ def _trajectory(value: Any) -> list[list[RecordedCall]]:
                 continue  # {"type": "error" | "log" | ..., "data": ...}
             message = message.get("data")
         if not isinstance(message, Mapping):
-            raise _RowError(at, f"expected a message object, got {_kind(message)}")
+            raise _RowError(at, f"expected a message object, got {cell_kind(message)}")
         role = message.get("role")
         if role == "assistant":
             calls = message.get("tool_calls") or []
             if not isinstance(calls, list):
-                raise _RowError(f"{at}.tool_calls", f"expected a list, got {_kind(calls)}")
+                raise _RowError(f"{at}.tool_calls", f"expected a list, got {cell_kind(calls)}")
             turn = [_call(f"{at}.tool_calls[{j}]", raw, pending) for j, raw in enumerate(calls)]
             if turn:
                 turns.append(turn)
@@ -311,13 +218,13 @@ def _trajectory(value: Any) -> list[list[RecordedCall]]:
 
 def _call(at: str, raw: Any, pending: dict[str, tuple[str, RecordedCall]]) -> RecordedCall:
     if not isinstance(raw, Mapping):
-        raise _RowError(at, f"expected a tool call object, got {_kind(raw)}")
+        raise _RowError(at, f"expected a tool call object, got {cell_kind(raw)}")
     function = raw.get("function")
     if not isinstance(function, Mapping):
-        raise _RowError(f"{at}.function", f"expected {{name, arguments}}, got {_kind(function)}")
+        raise _RowError(f"{at}.function", f"expected {{name, arguments}}, got {cell_kind(function)}")
     name = function.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise _RowError(f"{at}.function.name", f"expected a tool name, got {_kind(name)}")
+        raise _RowError(f"{at}.function.name", f"expected a tool name, got {cell_kind(name)}")
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:
@@ -328,10 +235,10 @@ def _call(at: str, raw: Any, pending: dict[str, tuple[str, RecordedCall]]) -> Re
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise _RowError(f"{at}.function.arguments", f"expected a JSON object, got {_kind(arguments)}")
+        raise _RowError(f"{at}.function.arguments", f"expected a JSON object, got {cell_kind(arguments)}")
     call_id = raw.get("id")
     if not isinstance(call_id, str) or not call_id:
-        raise _RowError(f"{at}.id", f"expected the call's id (its output names it), got {_kind(call_id)}")
+        raise _RowError(f"{at}.id", f"expected the call's id (its output names it), got {cell_kind(call_id)}")
     if call_id in pending:
         raise _RowError(f"{at}.id", f"{call_id!r} is also the id of {pending[call_id][0]}, which has no output yet")
     call = RecordedCall(name.strip(), arguments, "", False)
@@ -344,7 +251,7 @@ def _output(at: str, content: Any) -> tuple[str, bool]:
     if isinstance(content, str):
         return content, False
     if not isinstance(content, list):
-        raise _RowError(at, f"expected the tool's output (text or a list of content parts), got {_kind(content)}")
+        raise _RowError(at, f"expected the tool's output (text or a list of content parts), got {cell_kind(content)}")
     texts: list[str] = []
     error = False
     for k, part in enumerate(content):
@@ -352,12 +259,12 @@ def _output(at: str, content: Any) -> tuple[str, bool]:
             texts.append(part)
             continue
         if not isinstance(part, Mapping):
-            raise _RowError(f"{at}[{k}]", f"expected a content part, got {_kind(part)}")
+            raise _RowError(f"{at}[{k}]", f"expected a content part, got {cell_kind(part)}")
         text = part.get("text")
         if text is None:  # an image or resource part: said as such, the model sees no bytes offline
             text = f"[{part.get('type', 'non-text')} content]"
         if not isinstance(text, str):
-            raise _RowError(f"{at}[{k}].text", f"expected text, got {_kind(text)}")
+            raise _RowError(f"{at}[{k}].text", f"expected text, got {cell_kind(text)}")
         texts.append(text)
         error = error or part.get("isError") is True or part.get("is_error") is True
     return "\n".join(texts), error
@@ -389,21 +296,3 @@ def load_tasks(path: Path) -> list[Task]:
     if not tasks:
         raise UserError(f"{path}: no tasks in the file")
     return tasks
-
-
-def read_tool_definitions(path: Path) -> dict[str, dict[str, Any]]:
-    """The tools of ``--tools FILE`` (a JSON list of MCP tools, or ``{"tools": [...]}``) by name."""
-    from pytest_mcpeval.benchmark.loader import BenchmarkError
-    from pytest_mcpeval.benchmark.tools_file import read_tools_file
-
-    try:
-        tools = read_tools_file(path)
-    except FileNotFoundError:
-        raise UserError(f"--tools {path}: no such file") from None
-    except OSError as exc:
-        raise UserError(f"--tools {path}: cannot read the file: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"--tools {path}: not UTF-8 text: {exc}") from None
-    except BenchmarkError as exc:
-        raise UserError("--tools " + str(exc).splitlines()[0]) from None
-    return {tool["name"]: tool for tool in tools}

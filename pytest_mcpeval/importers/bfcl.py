@@ -25,57 +25,37 @@ and an ``ATTRIBUTION.md``, so that a model scored here is scored as BFCL's AST c
   ``multiple`` expect one call; ``parallel`` and ``parallel_multiple`` several, in any order; ``irrelevance``
   expects no call (``expect: []``) and has no possible answers.
 
-What still differs from BFCL is listed in docs/format.md#comparison-with-bfcl.  Everything here is pure data
+This module is the command (:func:`add_arguments`, :func:`run`), the expected calls and the files written; the
+input files are read by :mod:`.bfcl_read` and the tools made by :mod:`.bfcl_tools`.  What still differs from
+BFCL is listed in docs/format.md#comparison-with-bfcl.  Everything here is pure data
 handling (json, re, yaml): no model client is imported.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_mcpeval.benchmark.schema import CASE_ID_PATTERN
 from pytest_mcpeval.importers import UserError
+from pytest_mcpeval.importers.bfcl_read import CATEGORIES, Question, category_of, read_answers, read_entries
+from pytest_mcpeval.importers.bfcl_tools import FLOAT_HINT, PYTHON_HINT, VARIANT_MARKS, ToolSet, shown_name
 from pytest_mcpeval.scoring.matchers import MATCHER_KEYS, is_integer
 from pytest_mcpeval.text import did_you_mean, plural
 
-#: category -> how many calls it expects: "one", "several" (parallel: any order) or "none"
-CATEGORIES = {
-    "simple": "one",
-    "simple_python": "one",
-    "multiple": "one",
-    "parallel": "several",
-    "parallel_multiple": "several",
-    "irrelevance": "none",
-}
-#: bfcl_eval/constants/type_mappings.py GORILLA_TO_OPENAPI: the JSON Schema type a function-calling model is shown
-TO_JSON_SCHEMA = {
-    "integer": "integer", "number": "number", "float": "number", "string": "string", "boolean": "boolean",
-    "bool": "boolean", "array": "array", "list": "array", "dict": "object", "object": "object", "tuple": "array",
-    "any": "string", "byte": "integer", "short": "integer", "long": "integer", "double": "number",
-    "char": "string", "ArrayList": "array", "Array": "array", "HashMap": "object", "Hashtable": "object",
-    "Queue": "array", "Stack": "array", "Any": "string", "String": "string", "Bigint": "integer",
-}
+__all__ = ["CATEGORIES", "FLOAT_HINT", "PYTHON_HINT", "VARIANT_MARKS", "Question", "ToolSet", "add_arguments",
+           "category_of", "convert", "read_answers", "read_entries", "run", "shown_name"]
+
 #: ast_checker.py PYTHON_TYPE_MAPPING: the Python type BFCL's checker wants for each declared type
 CHECKER_TYPES: dict[str, type] = {
     "string": str, "integer": int, "float": float, "boolean": bool, "array": list, "tuple": list, "dict": dict,
     "any": str,
 }
-PYTHON_HINT = " Note that the provided function is in Python 3 syntax."  # bfcl_eval/utils.py, Python categories
-FLOAT_HINT = " This is a float type value."  # model_handler/utils.py _cast_to_openai_type
-#: the k-th different definition of a name (k >= 2) replaces the name's `.` and `_` by VARIANT_MARKS[k - 2]
-VARIANT_MARKS = ":/+~!@=%|"
-_INVALID = re.compile(r"[^A-Za-z0-9_-]")  # what catalog.py turns into `_` in a name shown to a provider
-_ROLES = ("system", "user", "assistant")
-_BFCL_ID = re.compile(r"^(.+)_\d+(-\d+-\d+)?$")  # `multiple_12`; live categories add `-3-15`
 ABSENT = object()  # an answered parameter no value can satisfy: left out of `args`, so passing it fails
 
 
@@ -120,266 +100,6 @@ def run(args: argparse.Namespace) -> int:
     for warning in imported.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
-
-
-# -- reading -----------------------------------------------------------------------------------------------
-
-
-def read_entries(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
-    """The JSON objects of a BFCL file (JSON lines; a whole-file JSON list is accepted too), each with where it
-    is (``FILE:LINE``) for error messages."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file (the {what} file)") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected the {what} file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text (expected BFCL's JSON lines)") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the file: {exc.strerror}") from None
-    if text.lstrip().startswith("["):
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
-        rows = [(f"{path}: entry {i}", value) for i, value in enumerate(whole)]
-    else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((f"{path}:{n}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{path}:{n}: not valid JSON ({exc.msg}, column {exc.colno}); BFCL files hold one "
-                                "JSON object per line") from None
-    if not rows:
-        raise UserError(f"{path}: the file is empty; expected one JSON object per line (the {what} file)")
-    for where, value in rows:
-        if not isinstance(value, dict):
-            raise UserError(f"{where}: expected a JSON object, got {type(value).__name__}")
-    return rows
-
-
-def _require(where: str, entry: Mapping[str, Any], key: str, kind: type, expected: str) -> Any:
-    value = entry.get(key)
-    if value is None:
-        known = [k for k in entry if isinstance(k, str)]
-        raise UserError(f"{where}: missing `{key}` ({expected}){did_you_mean(key, known)}")
-    if not isinstance(value, kind):
-        raise UserError(f"{where}: `{key}` must be {expected}, got {type(value).__name__}")
-    return value
-
-
-@dataclass
-class Question:
-    where: str
-    id: str
-    category: str
-    messages: list[dict[str, str]]
-    functions: list[dict[str, Any]]
-
-    @classmethod
-    def parse(cls, where: str, entry: dict[str, Any]) -> Question:
-        if "ground_truth" in entry and "question" not in entry:
-            raise UserError(f"{where}: this is a possible-answer entry (it has `ground_truth`); give the question "
-                            "file first, then the possible-answer file")
-        id_ = _require(where, entry, "id", str, "a string such as `multiple_0`")
-        where = f"{where}: {id_}"
-        if not re.match(CASE_ID_PATTERN, id_):
-            raise UserError(f"{where}: the id must match {CASE_ID_PATTERN} (it becomes the case id)")
-        category = category_of(id_, where)
-        turns = _require(where, entry, "question", list, "a list of turns, each a list of messages")
-        if len(turns) != 1 or not isinstance(turns[0], list) or not turns[0]:
-            raise UserError(f"{where}: `question` must hold exactly one turn (a non-empty list of messages); "
-                            f"multi-turn entries are not supported (got {plural(len(turns), 'turn')})")
-        messages = []
-        for k, message in enumerate(turns[0]):
-            if not isinstance(message, dict) or message.get("role") not in _ROLES \
-                    or not isinstance(message.get("content"), str):
-                raise UserError(f"{where}: question[0][{k}] must be {{role, content}} with role one of "
-                                f"{', '.join(_ROLES)} and content a string")
-            messages.append({"role": message["role"], "content": message["content"]})
-        if not any(m["role"] == "user" for m in messages):
-            raise UserError(f"{where}: the question has no user message")
-        functions = _require(where, entry, "function", list, "a list of function definitions")
-        seen: set[str] = set()
-        for k, function in enumerate(functions):
-            check_function(f"{where}: function[{k}]", function)
-            if function["name"] in seen:
-                raise UserError(f"{where}: function[{k}]: two functions are named `{function['name']}`")
-            seen.add(function["name"])
-        if not functions and CATEGORIES[category] != "none":
-            raise UserError(f"{where}: `function` is empty; a {category} question needs the functions to call")
-        return cls(where, id_, category, messages, functions)
-
-
-def category_of(id_: str, where: str) -> str:
-    """BFCL's category of an entry id (``multiple_12`` -> ``multiple``), as bfcl_eval.utils does."""
-    match = _BFCL_ID.match(id_)
-    if not match:
-        raise UserError(f"{where}: expected an id of BFCL's form CATEGORY_NUMBER, such as `multiple_0`")
-    category = match.group(1)
-    if category not in CATEGORIES:
-        raise UserError(f"{where}: category `{category}` is not supported{did_you_mean(category, CATEGORIES)} "
-                        f"(supported: {', '.join(CATEGORIES)})")
-    return category
-
-
-def check_function(where: str, function: Any) -> None:
-    if not isinstance(function, dict):
-        raise UserError(f"{where}: expected a function object {{name, description, parameters}}")
-    name = _require(where, function, "name", str, "the function's name")
-    where = f"{where} (`{name}`)"
-    if not name:
-        raise UserError(f"{where}: `name` is empty")
-    if not isinstance(function.get("description", ""), str):
-        raise UserError(f"{where}: `description` must be a string")
-    params = _require(where, function, "parameters", dict, "an object {type, properties, required}")
-    props = params.get("properties", {})
-    if not isinstance(props, dict) or not all(isinstance(p, dict) for p in props.values()):
-        raise UserError(f"{where}: parameters.properties must map each parameter name to its definition")
-    required = params.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        raise UserError(f"{where}: parameters.required must be a list of parameter names")
-
-
-def read_answers(path: Path, questions: list[Question]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-    """id -> the expected calls ``(function name, {param: accepted values})``, checked against the questions."""
-    by_id = {q.id: q for q in questions}
-    seen: dict[str, str] = {}
-    answers: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for where, entry in read_entries(path, "possible-answer"):
-        if "question" in entry and "ground_truth" not in entry:
-            raise UserError(f"{where}: this is a question entry (it has `question`); the possible-answer file comes "
-                            "second")
-        id_ = _require(where, entry, "id", str, "a string such as `multiple_0`")
-        where = f"{where}: {id_}"
-        if id_ in seen:
-            raise UserError(f"{where}: a second possible answer for `{id_}` (the first is at {seen[id_]})")
-        seen[id_] = where
-        question = by_id.get(id_)
-        if question is None:
-            raise UserError(f"{where}: no question has this id in the question file{did_you_mean(id_, by_id)}")
-        truth = _require(where, entry, "ground_truth", list, "a list of calls {function: {parameter: [values]}}")
-        calls = []
-        names = {f["name"] for f in question.functions}
-        for k, call in enumerate(truth):
-            at = f"{where}: ground_truth[{k}]"
-            if not isinstance(call, dict) or len(call) != 1:
-                raise UserError(f"{at}: expected one call {{function: {{parameter: [accepted values]}}}}")
-            ((name, params),) = call.items()
-            if name not in names:
-                raise UserError(f"{at}: the question defines no function `{name}`{did_you_mean(name, names)}")
-            if not isinstance(params, dict):
-                raise UserError(f"{at}: `{name}` must map each parameter to a list of accepted values")
-            for param, accepted in params.items():
-                if not isinstance(accepted, list) or not accepted:
-                    raise UserError(f"{at}: `{name}.{param}`: expected a non-empty list of accepted values, got "
-                                    f"{json.dumps(accepted)}")
-            calls.append((name, params))
-        kind = CATEGORIES[question.category]
-        if kind == "one" and len(calls) != 1:
-            raise UserError(f"{where}: a {question.category} question expects one call; ground_truth has {len(calls)}")
-        if kind == "several" and not calls:
-            raise UserError(f"{where}: ground_truth is empty; a {question.category} question expects calls")
-        if kind == "none" and calls:
-            raise UserError(f"{where}: an irrelevance question expects no call, but ground_truth has {len(calls)}")
-        answers[id_] = calls
-    missing = [q.id for q in questions if CATEGORIES[q.category] != "none" and q.id not in answers]
-    if missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise UserError(f"{path}: no possible answer for {shown}")
-    return answers
-
-
-# -- tools -------------------------------------------------------------------------------------------------
-
-
-def json_schema(function: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``inputSchema`` BFCL shows a function-calling model for ``function`` (its ``convert_to_tool``)."""
-    params = copy.deepcopy(dict(function["parameters"]))
-    params["type"] = "object"
-    params["properties"] = _cast_properties(params.get("properties", {}))
-    return params
-
-
-def _cast_properties(properties: dict[str, Any]) -> dict[str, Any]:
-    """BFCL's ``_cast_to_openai_type``: each property's type mapped (a float gets ``format: float`` and a hint in
-    its description), then nested properties and items (deeper levels the same way, where BFCL stops)."""
-    for value in properties.values():
-        declared = value.get("type")
-        if declared is None:
-            value["type"] = "string"
-        else:
-            if declared == "float":
-                value["format"] = "float"
-                value["description"] = str(value.get("description", "")) + FLOAT_HINT
-            value["type"] = TO_JSON_SCHEMA.get(str(declared), "string")
-        _cast_nested(value)
-    return properties
-
-
-def _cast_nested(value: dict[str, Any]) -> None:
-    if value["type"] not in ("array", "object"):
-        return
-    if isinstance(value.get("properties"), dict):
-        value["properties"] = _cast_properties(value["properties"])
-    elif isinstance(value.get("items"), dict):
-        items = value["items"]
-        items["type"] = TO_JSON_SCHEMA.get(str(items.get("type")), "string")
-        _cast_nested(items)
-
-
-def shown_name(name: str) -> str:
-    """The name an OpenAI-style model is shown (catalog.py's rule; BFCL's is ``.`` -> ``_``)."""
-    return _INVALID.sub("_", name)[:64]
-
-
-@dataclass
-class ToolSet:
-    """The union of the questions' functions as MCP tools, each distinct definition once."""
-
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    by_definition: dict[str, str] = field(default_factory=dict)  # canonical JSON of a BFCL function -> MCP name
-    definitions: dict[str, int] = field(default_factory=dict)  # BFCL name -> distinct definitions seen
-    renamed: dict[str, str] = field(default_factory=dict)  # MCP name of a variant -> BFCL name
-    merged: int = 0  # functions that repeated a definition already in the set
-
-    def add(self, function: Mapping[str, Any]) -> str:
-        """The MCP name of ``function``, adding it when its definition is new."""
-        key = json.dumps(function, sort_keys=True, ensure_ascii=False)
-        if key in self.by_definition:
-            self.merged += 1
-            return self.by_definition[key]
-        name: str = function["name"]
-        k = self.definitions.get(name, 0) + 1
-        self.definitions[name] = k
-        mcp_name = name if k == 1 else self._variant(name, k)
-        if mcp_name != name:
-            self.renamed[mcp_name] = name
-        self.by_definition[key] = mcp_name
-        self.tools.append({"name": mcp_name, "description": str(function.get("description") or "") + PYTHON_HINT,
-                           "inputSchema": json_schema(function)})
-        return mcp_name
-
-    def _variant(self, name: str, k: int) -> str:
-        taken = {t["name"] for t in self.tools} | set(self.definitions)
-        if re.search(r"[._]", name):
-            for mark in VARIANT_MARKS[k - 2:]:
-                candidate = re.sub(r"[._]", mark, name)
-                if candidate not in taken:
-                    return candidate
-        n = k
-        while f"{name}~{n}" in taken:  # no separator to stand in for: the model sees `name_k`
-            n += 1
-        return f"{name}~{n}"
-
-    @property
-    def visible_renames(self) -> list[str]:
-        """Variants whose name a model is shown differs from BFCL's."""
-        return [v for v, name in self.renamed.items() if shown_name(v) != shown_name(name)]
 
 
 # -- expected calls ----------------------------------------------------------------------------------------
