@@ -242,3 +242,38 @@ def test_what_the_plugin_writes_to_a_server_log_is_masked(tmp_path: Path) -> Non
     assert "s3cr3t-value-1234" not in text and "abcdefgh12345" not in text
     assert "mcpeval: connecting with key REDACTED failed" in text and "?token=REDACTED" in text
     assert "ConnectionError" in text and "Traceback" in text
+
+
+def test_an_in_process_servers_directory_leaves_sys_path_when_it_closes(tmp_path: Path) -> None:
+    """``python: module:attr`` puts the benchmark's directory on ``sys.path`` while its server runs (its tools may
+    import their own modules when called), and takes it off once the last server imported through it closes; a
+    failed import leaves nothing behind."""
+    from pytest_mcpeval.benchmark.schema import ServerSpec
+    from pytest_mcpeval.servers import ServerError, ServerPool
+
+    (tmp_path / "notes_server_path.py").write_text(SERVER)
+    spec = ServerSpec(python="notes_server_path:server")
+    here = str(tmp_path)
+    assert here not in sys.path
+    pool = ServerPool(tmp_path / "logs", timeout=30)
+    try:
+        catalog = pool.catalog_for_spec(spec, tmp_path, tmp_path)
+        assert {"list_notes", "search_notes"} <= set(catalog.names)
+        assert sys.path.count(here) == 1  # while the server runs
+    finally:
+        pool.close()
+        sys.modules.pop("notes_server_path", None)
+    assert here not in sys.path
+    with pytest.raises(ServerError, match="cannot import `no_such_module_here`"):
+        ServerPool(tmp_path / "logs").catalog_for_spec(ServerSpec(python="no_such_module_here:server"), tmp_path,
+                                                       tmp_path)
+    assert here not in sys.path
+
+
+def test_every_server_block_key_but_tools_file_is_a_transport() -> None:
+    """The one table of transports: the server block's "exactly one of" keys are derived from it, in the order
+    the messages (and docs/format.md) give them."""
+    from pytest_mcpeval.transports import SOURCE_KEYS, TRANSPORTS, Http, InProcess, Stdio
+
+    assert SOURCE_KEYS == ("tools_file", "command", "url", "python")
+    assert {key: t.spec for key, t in TRANSPORTS.items()} == {"command": Stdio, "url": Http, "python": InProcess}
