@@ -126,6 +126,7 @@ def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int, turn:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many calls in flight at once
+    scripted: ScriptedModelServer  # set by the ScriptedModelServer that owns it: what its handlers answer from
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -159,6 +160,109 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """One HTTP connection to a :class:`ScriptedModelServer`: its POSTs answered as the server's rules say."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections, as with a real provider
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall
+
+    @property
+    def scripted(self) -> ScriptedModelServer:
+        server = self.server
+        assert isinstance(server, _Server)
+        return server.scripted
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def setup(self) -> None:
+        super().setup()
+        with self.scripted._lock:
+            self.scripted.connections += 1
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._send(400, {"error": {"message": "request body is not JSON"}})
+            return
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        with self.scripted._lock:
+            self.scripted.requests.append(body)
+            self.scripted.in_flight += 1
+            self.scripted.max_in_flight = max(self.scripted.max_in_flight, self.scripted.in_flight)
+            self.scripted._arrived.notify_all()
+        try:
+            reply = self.scripted.reply_for(str(body.get("model", "")), body.get("messages", []))
+            if "gather" in reply:
+                with self.scripted._arrived:
+                    self.scripted._arrived.wait_for(lambda: self.scripted.max_in_flight >= int(reply["gather"]), 30.0)
+            delay = float(reply.get("delay", 0.0)) + self.scripted.latency
+            if delay:
+                time.sleep(delay)
+            if reply.get("hang"):
+                self.scripted._stopping.wait()
+                self.close_connection = True
+                return
+            if reply.get("reset"):
+                self._reset()
+                return
+            if "body" in reply:
+                raw = reply["body"]
+                data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8", "surrogatepass")
+                self._send_bytes(int(reply.get("status", 200)), data, reply.get("headers", {}),
+                                 float(reply.get("drip", 0.0)))
+                return
+            if "status" in reply:
+                message = {"error": {"message": reply.get("error", "scripted error")}}
+                self._send(int(reply["status"]), message, reply.get("headers", {}),
+                           float(reply.get("drip", 0.0)))
+                return
+            prompt_tokens = len(json.dumps(body)) // 4
+            turn = _turn(body.get("messages", []))
+            self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens, turn),
+                       drip=float(reply.get("drip", 0.0)))
+        finally:
+            with self.scripted._lock:
+                self.scripted.in_flight -= 1
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
+              drip: float = 0.0) -> None:
+        self._send_bytes(status, json.dumps(payload).encode(), headers, drip)
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset (SO_LINGER 0), answering nothing."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):  # without the option: a plain close, a hang-up to the client
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+
+    def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None,
+                    drip: float = 0.0) -> None:
+        try:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, str(value))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if not drip:
+                self.wfile.write(data)
+                return
+            self.wfile.flush()  # the headers now, the body byte by byte
+            for index in range(len(data)):
+                if self.scripted._stopping.wait(drip):  # the server stops: the rest is never sent
+                    self.close_connection = True
+                    return
+                self.wfile.write(data[index:index + 1])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+            self.close_connection = True
+
+
 class ScriptedModelServer:
     """Start with :meth:`start` (or as a context manager); point litellm at :attr:`api_base`."""
 
@@ -173,103 +277,8 @@ class ScriptedModelServer:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)  # notified on every request (``"gather"``)
         self._stopping = threading.Event()  # releases the requests that hang
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections, as with a real provider
-            disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def setup(self) -> None:
-                super().setup()
-                with server._lock:
-                    server.connections += 1
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    self._send(400, {"error": {"message": "request body is not JSON"}})
-                    return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                with server._lock:
-                    server.requests.append(body)
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    server._arrived.notify_all()
-                try:
-                    reply = server.reply_for(str(body.get("model", "")), body.get("messages", []))
-                    if "gather" in reply:
-                        with server._arrived:
-                            server._arrived.wait_for(lambda: server.max_in_flight >= int(reply["gather"]), 30.0)
-                    delay = float(reply.get("delay", 0.0)) + server.latency
-                    if delay:
-                        time.sleep(delay)
-                    if reply.get("hang"):
-                        server._stopping.wait()
-                        self.close_connection = True
-                        return
-                    if reply.get("reset"):
-                        self._reset()
-                        return
-                    if "body" in reply:
-                        raw = reply["body"]
-                        data = raw if isinstance(raw, bytes) else str(raw).encode("utf-8", "surrogatepass")
-                        self._send_bytes(int(reply.get("status", 200)), data, reply.get("headers", {}),
-                                         float(reply.get("drip", 0.0)))
-                        return
-                    if "status" in reply:
-                        message = {"error": {"message": reply.get("error", "scripted error")}}
-                        self._send(int(reply["status"]), message, reply.get("headers", {}),
-                                   float(reply.get("drip", 0.0)))
-                        return
-                    prompt_tokens = len(json.dumps(body)) // 4
-                    turn = _turn(body.get("messages", []))
-                    self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens, turn),
-                               drip=float(reply.get("drip", 0.0)))
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None,
-                      drip: float = 0.0) -> None:
-                self._send_bytes(status, json.dumps(payload).encode(), headers, drip)
-
-            def _reset(self) -> None:
-                """Close the connection with a TCP reset (SO_LINGER 0), answering nothing."""
-                self.close_connection = True
-                with contextlib.suppress(OSError):  # without the option: a plain close, a hang-up to the client
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.connection.close()
-
-            def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None,
-                            drip: float = 0.0) -> None:
-                try:
-                    self.send_response(status)
-                    for name, value in (headers or {}).items():
-                        self.send_header(name, str(value))
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    if not drip:
-                        self.wfile.write(data)
-                        return
-                    self.wfile.flush()  # the headers now, the body byte by byte
-                    for index in range(len(data)):
-                        if server._stopping.wait(drip):  # the server stops: the rest is never sent
-                            self.close_connection = True
-                            return
-                        self.wfile.write(data[index:index + 1])
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
-                    self.close_connection = True
-
-        self._httpd = _Server((host, port), Handler)
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.scripted = self  # what _Handler answers from
         self._thread: threading.Thread | None = None
 
     @property
