@@ -203,11 +203,11 @@ import json, sys, time
 from concurrent.futures import ThreadPoolExecutor, ProcessPoolExecutor
 started = time.perf_counter()
 if {plugin_import}:  # as the plugin imports it (the collector off): the efficiency section's reference
-    from pytest_mcpeval.models.litellm_client import load_litellm
+    from pytest_mcpeval.models.litellm_load import load_litellm
     load_litellm()
 import litellm
 imported = time.perf_counter()
-from pytest_mcpeval.models.litellm_client import keep_alive_pool
+from pytest_mcpeval.models.litellm_http import keep_alive_pool
 # the plugin's HTTP client: litellm's default pool closes surplus idle connections, and httpcore 1.0.9 may close one
 # it just handed out (encode/httpcore#1110): a "Connection error" that ended this loop (no retries) now and then
 keep_alive_pool(litellm)
