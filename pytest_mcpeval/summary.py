@@ -83,7 +83,7 @@ def _report_lines(session: EvalSession, report: Report, tr: _Printable) -> None:
                       "calls them again):", yellow=True)
         for note in unwritable:
             tr.write_line(f"  {settings.redactor.text(note)}")
-    for output in OUTPUTS:
+    for output in reversed(OUTPUTS):  # the JSON report first, then the page, as the summary always said them
         path = output.path(settings)
         if output.written and path is not None and not any(f"{output.option}=" in e for e in session.write_errors):
             tr.write_line(output.written.format(path=path))
