@@ -10,7 +10,6 @@ path is removed, so that it cannot pass for this run's.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -153,6 +152,8 @@ def remove_stale(settings: Settings, junit: str | None) -> None:
     if junit and (paths or settings.models):  # a run of this plugin's (pytest's own runs are not ours)
         paths.append(Path(os.path.expandvars(os.path.expanduser(str(junit)))).absolute())
     for path in paths:
-        with contextlib.suppress(OSError):  # nothing there to remove, or not ours to: the run goes on
+        try:
             if path.is_file() or path.is_symlink():
                 path.unlink()
+        except OSError as exc:  # not ours to remove: the run goes on, and writes it at the end
+            log.debug("could not remove the older %s: %s", path, exc)

@@ -34,6 +34,7 @@ Entries are UTF-8 JSON; an entry holding text that UTF-8 cannot encode (a lone s
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -47,6 +48,8 @@ from pytest_mcpeval.json_file import JsonFileError, first_problem
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
 from pytest_mcpeval.storage import read_json
 from pytest_mcpeval.text import canonical_json, plural
+
+log = logging.getLogger(__name__)
 
 MODES = RECORD_MODES
 ENTRY_VERSION = 2  # of the request key (request_key)
@@ -263,7 +266,8 @@ class ResponseCache:
         for path in sorted((self.directory / TOKENS_DIR).glob("*.tokens")):
             try:  # a regular file only (a FIFO would wait for a writer), of counts that are whole and >= 0
                 data = _Tokens.model_validate(read_json(path, MAX_ENTRY_BYTES))
-            except (OSError, JsonFileError, ValidationError):  # unusable: those tools are counted again
+            except (OSError, JsonFileError, ValidationError) as exc:  # unusable: those tools are counted again
+                log.debug("token counts %s not used: %s", path, exc)
                 continue
             if data.v == TOKENS_VERSION and data.encoding == encoding:
                 found.update(data.tools)
