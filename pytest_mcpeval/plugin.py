@@ -34,7 +34,7 @@ from pytest_mcpeval.keys import (
     TOOLS_KEY,
     UNWRITABLE_KEY,
 )
-from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS, DROP_METRICS
+from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 from pytest_mcpeval.settings import (
     FILE_SUFFIXES,
     Settings,

@@ -8,8 +8,6 @@ status is set in a ``tryfirst`` ``pytest_sessionfinish`` and printing happens in
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
@@ -22,7 +20,6 @@ if TYPE_CHECKING:  # the data model costs nothing to import, but the report side
         CaseResult,
         CatalogInfo,
         LintResult,
-        MetricChangeView,
         ModelRun,
         Report,
         SkippedCase,
@@ -129,23 +126,12 @@ class EvalSession:
         self.config.stash[CORRUPTED_KEY] = bad
 
     def remove_stale_outputs(self) -> None:
-        """At configure time: the report, Markdown summary, HTML page and junit XML this run was asked for are
-        removed from an older run, so that a run that ends before writing them (killed, a usage error, a
-        crash) leaves none that claims a gate it did not pass.  Not for ``--collect-only``, which writes none
-        of them; baselines are references, never removed."""
-        import os
+        """At configure time (not for ``--collect-only``, which writes nothing): the outputs this run was asked
+        for are removed from an older run (:func:`pytest_mcpeval.outputs.remove_stale`)."""
+        from pytest_mcpeval.outputs import remove_stale
 
-        settings = self.config.stash[SETTINGS_KEY]
-        if self.config.option.collectonly:
-            return
-        paths = [p for p in (settings.report_path, settings.markdown_path, settings.html_path) if p is not None]
-        junit = self.config.getoption("xmlpath", None)  # pytest's --junitxml, written at its sessionfinish
-        if junit and (paths or settings.models):  # a run of this plugin's (pytest's own runs are not ours)
-            paths.append(Path(os.path.expandvars(os.path.expanduser(str(junit)))).absolute())
-        for path in paths:
-            with contextlib.suppress(OSError):
-                if path.is_file() or path.is_symlink():
-                    path.unlink()
+        if not self.config.option.collectonly:
+            remove_stale(self.config.stash[SETTINGS_KEY], self.config.getoption("xmlpath", None))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -170,13 +156,25 @@ class EvalSession:
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
                 and settings.html_path is None and not settings.thresholds and not self.lint):
             return
-        from pytest_mcpeval.gate.thresholds import budget_failures, catalog_failures, check_names, evaluate
+        report = self.gated_report(self.results + missing, settings, stopped)
+        self.write_outputs(report, settings, stopped)
+        if signalled is not None:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif self.usage_errors:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def gated_report(self, results: list[CaseResult], settings: Settings, stopped: str | None) -> Report:
+        """The report of the run with its checks, run info, comparison and gate (masked but for the cases, which
+        were masked as their results were made: plugin.pytest_runtest_makereport)."""
+        from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL
         from pytest_mcpeval.report.model import build_report, lint_section
 
-        results = self.results + missing
         models_run = {r["model"] for r in results}
-        tools = {t for info in self.catalogs.values() for t in info["tools"]}
-        report = build_report(results, self.catalogs, settings.models)
+        compared = settings.baseline is not None and bool(self.results)
+        report = build_report(results, self.catalogs, settings.models,
+                              level=settings.drop_level if compared else DEFAULT_DROP_LEVEL)
         if self.lint:
             report["lint"] = lint_section(self.lint, report)
         if self.snapshots:
@@ -184,19 +182,7 @@ class EvalSession:
         if self.skipped_cases:
             report["skipped"] = sorted(self.skipped_cases.values(),
                                        key=lambda s: (s["file"], s["line"], s["id"], s["model"] or ""))
-        failures: list[str] = []
-        if self.results:
-            self.usage_errors = check_names(settings.thresholds, tools, models_run)
-            if not self.usage_errors:
-                failures = evaluate(settings.thresholds, report["models"])
-        else:  # thresholds given on the command line must not pass on nothing
-            failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
-                        for t in settings.thresholds if t.source.startswith("--") and not results]
-        failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
-        over_budget, unpriced = budget_failures(report["cases"], report["models"], settings.max_cost)
-        failures += over_budget
-        self.notes += unpriced
-        failures += self.completeness_failures(report["cases"], stopped, self.collect_errors)
+        failures = self.gate_failures(report, results, settings, stopped)
         report["gate"] = {
             "passed": False,
             "failures": failures,
@@ -209,30 +195,49 @@ class EvalSession:
             report["run"]["collect_errors"] = list(self.collect_errors)
         if stopped is not None:
             report["run"]["stopped"] = stopped
-        markdown = None
-        if settings.baseline is not None and self.results:
-            drops, markdown = self.compare(report, settings)
-            failures += drops
+        if compared:
+            failures += self.compare(report, settings)
         report["gate"]["passed"] = not failures and not self.usage_errors
-        # nothing below writes or prints a secret; the cases were masked as their results were made
-        # (plugin.pytest_runtest_makereport), so the end of a large run does not walk them again
         masked = settings.redactor.data({k: v for k, v in report.items() if k != "cases"})
-        report = cast("Report", {**masked, "cases": report["cases"]})
+        return cast("Report", {**masked, "cases": report["cases"]})
+
+    def gate_failures(self, report: Report, results: list[CaseResult], settings: Settings,
+                      stopped: str | None) -> list[str]:
+        """Thresholds, catalog size, budget and completeness: what fails the gate before any comparison."""
+        from pytest_mcpeval.gate.thresholds import budget_failures, catalog_failures, check_names, evaluate
+
+        failures: list[str] = []
+        if self.results:
+            tools = {t for info in self.catalogs.values() for t in info["tools"]}
+            self.usage_errors = check_names(settings.thresholds, tools, {r["model"] for r in results})
+            if not self.usage_errors:
+                failures = evaluate(settings.thresholds, report["models"])
+        else:  # thresholds given on the command line must not pass on nothing
+            failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
+                        for t in settings.thresholds if t.source.startswith("--") and not results]
+        failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
+        over_budget, unpriced = budget_failures(report["cases"], report["models"], settings.max_cost)
+        failures += over_budget
+        self.notes += unpriced
+        failures += self.completeness_failures(report["cases"], stopped, self.collect_errors)
+        return failures
+
+    def write_outputs(self, report: Report, settings: Settings, stopped: str | None) -> None:
+        """The baseline and the outputs (:data:`pytest_mcpeval.outputs.OUTPUTS`), around the users' report hook."""
+        from pytest_mcpeval.outputs import Writer
+
+        writer = Writer(report, settings, self.write_errors)
         if settings.save_baseline is not None and self.results:
             if stopped is None and not self.collect_errors:
-                from pytest_mcpeval.gate.baseline import make_baseline
+                from pytest_mcpeval.gate.baseline import write_baseline
 
-                self.write(make_baseline(report), settings.save_baseline, "--mcp-save-baseline", report)
+                path = settings.save_baseline
+                writer.file(path, "--mcp-save-baseline", lambda: write_baseline(report, path))
                 self.baseline_written = True
             else:
                 why = "the run did not finish" if stopped else "a benchmark file could not be collected"
                 self.notes.append(f"baseline not written to {settings.save_baseline}: {why}")
-        if markdown is None and settings.markdown_path is not None:  # the run's own summary
-            from pytest_mcpeval.report.markdown import summary
-
-            markdown = summary(report)
-        if markdown is not None:
-            self.write_markdown(settings.redactor.text(markdown), settings, report)
+        writer.outputs(before_hook=True)
         self.report = report
         try:
             self.config.hook.pytest_mcpeval_report(config=self.config, report=report)
@@ -240,16 +245,7 @@ class EvalSession:
             message = f"a pytest_mcpeval_report hook raised {type(exc).__name__}: {exc}"
             report["gate"]["failures"].append(settings.redactor.text(message))
             report["gate"]["passed"] = False
-        if settings.html_path is not None:  # before the JSON, so that a failure to write it is in the JSON's gate
-            self.write_html(report, settings, settings.html_path)
-        if settings.report_path is not None:
-            self.write(report, settings.report_path, "--mcp-report", report)
-        if signalled is not None:
-            session.exitstatus = pytest.ExitCode.INTERRUPTED
-        elif self.usage_errors:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        writer.outputs(before_hook=False)
 
     def stopped(self, session: pytest.Session, exitstatus: int) -> str | None:
         """Why the run ended before every selected case ran, or ``None`` when every one of them ran (a run stopped
@@ -338,29 +334,18 @@ class EvalSession:
             run["params_sent"] = mask_params(self.params_sent[name])
         return run
 
-    def compare(self, report: Report, settings: Settings) -> tuple[list[str], str]:
-        """Compare with the baseline: the drops that fail the gate (with --mcp-fail-on-drop), and the
-        comparison in Markdown."""
+    def compare(self, report: Report, settings: Settings) -> list[str]:
+        """Compare with the baseline, into ``report["comparison"]``: the drops that fail the gate (with
+        --mcp-fail-on-drop)."""
         from pytest_mcpeval.defaults import DEFAULT_DROP_MARGIN
-        from pytest_mcpeval.gate.compare import compare, nothing_compared
-        from pytest_mcpeval.report.markdown import comparison_markdown
+        from pytest_mcpeval.gate.compare import compare, comparison_section, nothing_compared
 
         assert settings.baseline is not None
         margin = settings.fail_on_drop if settings.fail_on_drop is not None else DEFAULT_DROP_MARGIN
         comparison = compare(settings.baseline, report, margin=margin, level=settings.drop_level,
                              metrics=settings.drop_metrics, correction=settings.drop_correction)
-        report["comparison"] = {
-            "baseline": str(settings.compare_path),
-            "margin": margin,
-            "level": settings.drop_level,
-            "correction": settings.drop_correction,
-            "changes": [cast("MetricChangeView", vars(c)) for c in comparison.changes],
-            "drops": comparison.failures(),
-            "improvements": [c.sentence() for c in comparison.improvements()],
-            "flipped": comparison.flipped,
-            "only_in_baseline": comparison.only_in_baseline,
-            "only_in_current": comparison.only_in_current,
-        }
+        report["comparison"] = comparison_section(comparison, settings.baseline, report, str(settings.compare_path),
+                                                  settings.drop_correction)
         drops = comparison.failures() if settings.fail_on_drop is not None else []
         vacuous = nothing_compared(comparison, settings.baseline, report)
         if vacuous is not None:  # a drop gate that measured nothing does not pass
@@ -368,143 +353,9 @@ class EvalSession:
                 drops.append(f"--mcp-fail-on-drop: {vacuous}")
             else:
                 self.notes.append(f"--mcp-compare={settings.compare_path}: {vacuous}")
-        return drops, comparison_markdown(comparison, settings.baseline, report)
-
-    def write_markdown(self, text: str, settings: Settings, report: Report) -> None:
-        """To ``--mcp-markdown``, and appended to ``$GITHUB_STEP_SUMMARY`` when that is set."""
-        import os
-
-        if settings.markdown_path is not None:
-            self.write(text, settings.markdown_path, "--mcp-markdown", report)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            try:
-                with open(summary, "a", encoding="utf-8", errors="backslashreplace") as handle:
-                    handle.write(text + "\n")
-            except OSError as exc:
-                self.write_failed(report, f"$GITHUB_STEP_SUMMARY ({summary})", exc)
-
-    def write_html(self, report: Report, settings: Settings, path: Path) -> None:
-        """The self-contained HTML page (``--mcp-html``), rendered from the finished report and the baseline."""
-        from pytest_mcpeval.report.html import render
-
-        try:
-            page = render(report, settings.redactor.data(settings.baseline) if settings.baseline else None)
-        except Exception as exc:  # a report a user's hook changed beyond use: one line, the gate fails
-            self.write_failed(report, f"--mcp-html={path} (the page could not be rendered: {type(exc).__name__})",
-                              exc)
-            with contextlib.suppress(OSError):
-                if path.is_file():
-                    path.unlink()  # an older page there would pass for this run's
-            return
-        self.write(settings.redactor.text(page), path, "--mcp-html", report)
-
-    def write(self, data: Any, path: Path, option: str, report: Report) -> None:
-        """Write a file the user asked for; a failure is reported and fails the run, never a traceback."""
-        from pytest_mcpeval.report.model import write_json, write_text
-
-        try:
-            if isinstance(data, str):
-                write_text(data, path)
-            else:
-                write_json(data, path)
-        except (OSError, TypeError, ValueError) as exc:  # unwritable, or a hook put something that is not JSON
-            self.write_failed(report, f"{option}={path}", exc)
-            with contextlib.suppress(OSError):
-                if path.is_file():
-                    path.unlink()  # an older file there would pass for this run's
-
-    def write_failed(self, report: Report, what: str, exc: Exception) -> None:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        message = f"could not write {what}: {reason}"
-        self.write_errors.append(message)
-        report["gate"]["failures"].append(message)
-        report["gate"]["passed"] = False
+        return drops
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        terminalreporter = _Printable(terminalreporter)
-        if self.listings:
-            from pytest_mcpeval.checks.listing import listing_lines
+        from pytest_mcpeval.summary import print_summary
 
-            terminalreporter.write_sep("=", "mcpeval tools")
-            for line in listing_lines(self.listings):
-                terminalreporter.write_line(self.config.stash[SETTINGS_KEY].redactor.text(line))
-        reasons = [str(s.get("reason", "")) for s in self.skipped_cases.values()]
-        unconfigured = sum(1 for r in reasons if r.startswith("no model "))
-        recording = sum(1 for r in reasons if r.startswith("--snapshot-update "))
-        if unconfigured or recording:  # the reason pytest shows only with -rs: a run that measured nothing says so
-            terminalreporter.write_sep("=", "mcpeval summary")
-        if unconfigured:
-            terminalreporter.write_line(
-                f"no model configured: {plural(unconfigured, 'case')} skipped; pass --mcp-models=NAME[,NAME...] "
-                "(a litellm model string or an alias), or set mcp_models in the ini file", yellow=True)
-        if recording:
-            terminalreporter.write_line(f"--snapshot-update: {plural(recording, 'case')} skipped, no model called "
-                                        "(snapshots only; run without it to evaluate)", yellow=True)
-        if self.report is None:
-            return
-        gate = self.report["gate"]
-        if not (self.report["cases"] or gate["failures"] or gate["usage_errors"] or self.report.get("lint")):
-            return
-        from pytest_mcpeval.report.terminal import lint_lines, summary_lines
-
-        tr = terminalreporter
-        if not (unconfigured or recording):
-            tr.write_sep("=", "mcpeval summary")
-        for line in summary_lines(self.report, verbose=self.config.option.verbose > 0):
-            tr.write_line(line)
-        for line in lint_lines(self.report):
-            tr.write_line(line)
-        settings = self.config.stash[SETTINGS_KEY]
-        bad = self.config.stash.get(CORRUPTED_KEY, [])
-        if bad:
-            from pytest_mcpeval.run.cache import bad_entry_lines
-
-            for line in bad_entry_lines(bad):
-                tr.write_line(line, yellow=not line.startswith("  "))
-        unwritable = self.config.stash.get(UNWRITABLE_KEY, [])
-        if unwritable:
-            tr.write_line("the response cache could not be written (the replies were used, not stored; the next run "
-                          "calls them again):", yellow=True)
-            for note in unwritable:
-                tr.write_line(f"  {settings.redactor.text(note)}")
-        if settings.report_path is not None and not any("--mcp-report=" in e for e in self.write_errors):
-            tr.write_line(f"report written to {settings.report_path}")
-        if settings.html_path is not None and not any("--mcp-html=" in e for e in self.write_errors):
-            tr.write_line(f"HTML report written to {settings.html_path}")
-        if self.baseline_written and not any("--mcp-save-baseline=" in e for e in self.write_errors):
-            tr.write_line(f"baseline written to {settings.save_baseline}")
-        for note in self.notes:
-            tr.write_line(note, yellow=True)
-        comparison = self.report.get("comparison")
-        if comparison is not None:
-            tr.write_line(f"compared with {comparison['baseline']}: "
-                          f"{plural(len(comparison['flipped']), 'case')} flipped, "
-                          f"{len(comparison['only_in_baseline'])} only in the baseline, "
-                          f"{len(comparison['only_in_current'])} only in this run")
-            for sentence in comparison["drops"]:
-                tr.write_line(f"  drop: {sentence}", yellow=True)
-            for sentence in comparison["improvements"]:
-                tr.write_line(f"  improvement: {sentence}", green=True)
-        for message in gate["usage_errors"]:
-            tr.write_line(f"ERROR {message}", red=True, bold=True)
-        for message in gate["failures"]:
-            tr.write_line(f"GATE FAILED {message}", red=True, bold=True)
-        if gate["thresholds"] and gate["passed"]:
-            tr.write_line(f"gate passed: {', '.join(gate['thresholds'])}", green=True)
-
-
-class _Printable:
-    """The terminal reporter, writing every line with its control characters escaped (text.printable): the
-    summary quotes tool names, descriptions, model output and servers' stderr."""
-
-    def __init__(self, terminalreporter: Any) -> None:
-        self._tr = terminalreporter
-
-    def write_line(self, line: str, **markup: bool) -> None:
-        from pytest_mcpeval.text import printable
-
-        self._tr.write_line(printable(line), **markup)
-
-    def write_sep(self, sep: str, title: str, **markup: bool) -> None:
-        self._tr.write_sep(sep, title, **markup)
+        print_summary(self, terminalreporter)

@@ -29,7 +29,7 @@ from pytest_mcpeval.gate.thresholds import Threshold, ThresholdError, parse_thre
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
 from pytest_mcpeval.redact import Redactor
 from pytest_mcpeval.redact import use as use_redactor
-from pytest_mcpeval.scoring.registry import DEFAULT_DROP_METRICS
+from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS
 
 FILE_SUFFIXES = (".mcpeval.yaml", ".mcpeval.yml")
 
@@ -47,7 +47,7 @@ def unit_interval(text: str) -> float:
 
 def recall_at(text: str) -> tuple[int, float]:
     """argparse type: ``K:X``, e.g. ``5:0.9`` (recall@5 at least 0.9)."""
-    from pytest_mcpeval.scoring.retrieval import KS
+    from pytest_mcpeval.results.registry import KS
 
     k, sep, x = text.partition(":")
     if not sep or not k.strip().isdigit() or int(k) not in KS:
@@ -130,7 +130,7 @@ def processes(text: str) -> int | None:
 
 def drop_metrics(text: str) -> list[str]:
     """argparse type: comma-separated metrics compared against the baseline."""
-    from pytest_mcpeval.scoring.registry import DROP_METRICS
+    from pytest_mcpeval.results.registry import DROP_METRICS
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in DROP_METRICS]

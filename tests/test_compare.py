@@ -23,19 +23,16 @@ from pytest_mcpeval.gate.compare import (
     METRICS,
     SINGLE_CALL_METRICS,
     Comparison,
-    _columns,
-    _f1_stat,
-    _label_columns,
-    _macro_stat,
-    _Side,
-    _stats,
-    bootstrap_interval,
     changed_tools,
     compare,
+    comparison_section,
 )
-from pytest_mcpeval.gate.significance import format_p, mcnemar_exact, permutation_test
-from pytest_mcpeval.report.markdown import comparison_markdown as markdown
+from pytest_mcpeval.gate.paired import _columns, _f1_stat, _label_columns, _macro_stat, _Side, _stats
+from pytest_mcpeval.gate.significance import mcnemar_exact, permutation_test
+from pytest_mcpeval.report.markdown import comparison_markdown
 from pytest_mcpeval.report.model import build_report
+from pytest_mcpeval.report.numbers import format_p, sentence
+from pytest_mcpeval.scoring.bootstrap import bootstrap_interval
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import invented_labels, model_metrics, sort_labels
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -63,6 +60,12 @@ def case(i: int, expected: str, called: str, model: str = MODEL, repeat: int = 0
         "arguments": None,
         "diagnosis": None if expected == called else "wrong_tool",
     }
+
+
+def markdown(result: Comparison, baseline: dict[str, Any], current: dict[str, Any]) -> str:
+    """The comparison's Markdown, rendered from the report it is stored in (as the session stores it)."""
+    section = comparison_section(result, baseline, current, "baseline.json", result.correction)
+    return comparison_markdown({**current, "comparison": section})  # type: ignore[typeddict-item]
 
 
 def report(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -130,10 +133,10 @@ def test_description_change_drop_is_significant() -> None:
     before, after = description_change_runs()
     result = compare(make_baseline(before), after, metrics=("accuracy",))
     (change,) = result.changes
-    assert (change.before, change.after, change.n) == (0.95, 0.8, 40)
-    assert change.diff == pytest.approx(-0.15)
-    assert change.p_value == 2 * 0.5**6 == 0.03125
-    assert change.significant and change.drop and not change.improvement and change.discordant == 6
+    assert (change["before"], change["after"], change["n"]) == (0.95, 0.8, 40)
+    assert change["diff"] == pytest.approx(-0.15)
+    assert change["p_value"] == 2 * 0.5**6 == 0.03125
+    assert change["significant"] and change["drop"] and not change["improvement"] and change["discordant"] == 6
     assert result.failures() == [
         "model gpt-5: accuracy dropped 0.950 -> 0.800 (-0.150, 95% CI [-0.275, -0.050], p = 0.0312, "
         "6 of 40 paired cases changed)"
@@ -147,15 +150,15 @@ def test_description_change_drop_is_significant() -> None:
 def test_description_change_default_metrics() -> None:
     before, after = description_change_runs()
     result = compare(make_baseline(before), after)
-    by_metric = {c.metric: c for c in result.changes}
+    by_metric = {c["metric"]: c for c in result.changes}
     assert list(by_metric) == ["accuracy", "macro_f1", "f1[get_me]", "f1[list_issues]", "f1[search_issues]",
                                "f1[(none)]"]
-    assert by_metric["macro_f1"].before == pytest.approx(before["models"][MODEL]["macro_f1"])
-    assert by_metric["macro_f1"].after == pytest.approx(after["models"][MODEL]["macro_f1"])
-    assert by_metric["f1[list_issues]"].drop
-    assert not by_metric["f1[get_me]"].significant and by_metric["f1[get_me]"].p_value == 1.0
+    assert by_metric["macro_f1"]["before"] == pytest.approx(before["models"][MODEL]["macro_f1"])
+    assert by_metric["macro_f1"]["after"] == pytest.approx(after["models"][MODEL]["macro_f1"])
+    assert by_metric["f1[list_issues]"]["drop"]
+    assert not by_metric["f1[get_me]"]["significant"] and by_metric["f1[get_me]"]["p_value"] == 1.0
     new = by_metric["f1[search_issues]"]  # never expected, and called only after: not comparable
-    assert (new.before, new.after, new.diff, new.significant) == (None, 0.0, None, False)
+    assert (new["before"], new["after"], new["diff"], new["significant"]) == (None, 0.0, None, False)
     assert "f1[list_issues] dropped 1.000 -> 0.571" in "\n".join(result.failures())
 
 
@@ -170,9 +173,9 @@ def test_small_drop_is_not_significant() -> None:
     result = compare(make_baseline(report(base)), report(cur), metrics=("accuracy", "macro_f1", "pass_rate",
                                                                           "tool_f1"))
     accuracy = result.changes[0]
-    assert accuracy.metric == "accuracy" and accuracy.diff == pytest.approx(-0.05)
-    assert accuracy.p_value == 1.0  # b = 2, c = 1
-    assert not any(c.significant for c in result.changes)
+    assert accuracy["metric"] == "accuracy" and accuracy["diff"] == pytest.approx(-0.05)
+    assert accuracy["p_value"] == 1.0  # b = 2, c = 1
+    assert not any(c["significant"] for c in result.changes)
     assert result.failures() == [] and result.passed
     assert len(result.flipped) == 3
 
@@ -181,14 +184,14 @@ def test_improvement_is_reported_not_failed() -> None:
     before, after = description_change_runs()
     result = compare(make_baseline(after), before, metrics=("accuracy", "macro_f1"))
     assert result.failures() == []
-    assert [c.metric for c in result.improvements()] == ["accuracy", "macro_f1"]
-    assert result.improvements()[0].sentence().startswith("model gpt-5: accuracy rose 0.800 -> 0.950 (+0.150,")
+    assert [c["metric"] for c in result.improvements()] == ["accuracy", "macro_f1"]
+    assert sentence(result.improvements()[0]).startswith("model gpt-5: accuracy rose 0.800 -> 0.950 (+0.150,")
 
 
 def test_margin_keeps_significant_small_changes_from_failing() -> None:
     before, after = description_change_runs()
     result = compare(make_baseline(before), after, metrics=("accuracy",), margin=0.2)
-    assert result.changes[0].significant and not result.changes[0].drop
+    assert result.changes[0]["significant"] and not result.changes[0]["drop"]
     assert result.failures() == []
 
 
@@ -218,7 +221,7 @@ def model_runs(support: int, flips: int) -> tuple[dict[str, Any], dict[str, Any]
 
 
 def by_metric(result: Comparison) -> dict[str, Any]:
-    return {c.metric: c for c in result.changes}
+    return {c["metric"]: c for c in result.changes}
 
 
 @pytest.mark.parametrize("to", ["git_diff", NONE, "git_add"])
@@ -231,16 +234,16 @@ def test_one_flipped_case_of_a_one_case_tool_is_not_significant(to: str) -> None
     changes = by_metric(result)
     assert {"accuracy", "macro_f1", "pass_rate", "f1[git_status]"} <= set(changes)
     assert result.passed and result.failures() == []
-    assert not any(c.significant or c.drop for c in result.changes)
-    assert all(c.p_value == 1.0 for c in result.changes)
-    assert all(c.discordant <= 1 for c in result.changes)
-    assert changes["f1[git_status]"].sentence() == (
+    assert not any(c["significant"] or c["drop"] for c in result.changes)
+    assert all(c["p_value"] == 1.0 for c in result.changes)
+    assert all(c["discordant"] <= 1 for c in result.changes)
+    assert sentence(changes["f1[git_status]"]) == (
         "model gpt-5: f1[git_status] dropped 1.000 -> 0.000 (-1.000, 95% CI [-1.000, 0.000], p = 1.0000, "
         "1 of 13 paired cases changed)")
     for c in result.changes:  # every interval of a drop reaches 0: no interval claims more than the test
-        if c.diff is not None and c.diff < 0:
-            assert c.ci_low is not None and c.ci_high is not None
-            assert c.ci_low <= c.diff < 0 <= c.ci_high
+        if c["diff"] is not None and c["diff"] < 0:
+            assert c["ci_low"] is not None and c["ci_high"] is not None
+            assert c["ci_low"] <= c["diff"] < 0 <= c["ci_high"]
 
 
 @pytest.mark.parametrize("support", [1, 2, 5])
@@ -248,15 +251,15 @@ def test_one_flipped_case_of_a_one_case_tool_is_not_significant(to: str) -> None
 def test_small_supports_cannot_fail_even_when_every_case_flips(support: int, others: list[str] | None) -> None:
     baseline, current = tool_runs(support, support, others=others)
     result = compare(baseline, current, metrics=METRICS)
-    assert result.passed and not any(c.significant for c in result.changes)
+    assert result.passed and not any(c["significant"] for c in result.changes)
     changes = by_metric(result)
-    assert changes["f1[git_status]"].diff == -1.0
+    assert changes["f1[git_status]"]["diff"] == -1.0
     for metric in ("accuracy", "pass_rate", "macro_f1", "f1[git_status]"):
         change = changes[metric]
-        assert change.discordant == support
-        assert change.p_value == 2 / 2**support  # the floor: the observed pattern and its mirror
+        assert change["discordant"] == support
+        assert change["p_value"] == 2 / 2**support  # the floor: the observed pattern and its mirror
     for c in result.changes:
-        assert c.discordant <= support and c.p_value >= 2 / 2**5
+        assert c["discordant"] <= support and c["p_value"] >= 2 / 2**5
 
 
 def test_a_real_drop_fails_on_every_metric() -> None:
@@ -264,15 +267,15 @@ def test_a_real_drop_fails_on_every_metric() -> None:
     result = compare(baseline, current, metrics=METRICS)
     changes = by_metric(result)
     for metric in ("accuracy", "pass_rate", "macro_f1", "f1[git_status]", "f1[git_diff]"):
-        assert changes[metric].drop, changes[metric].sentence()
-        assert changes[metric].discordant == 8
-    assert changes["accuracy"].p_value == mcnemar_exact(8, 0) == binomtest(0, 8, 0.5).pvalue == 2 / 2**8
-    assert changes["f1[git_status]"].p_value == 2 / 2**8
-    assert changes["f1[git_status]"].sentence() == (
+        assert changes[metric]["drop"], sentence(changes[metric])
+        assert changes[metric]["discordant"] == 8
+    assert changes["accuracy"]["p_value"] == mcnemar_exact(8, 0) == binomtest(0, 8, 0.5).pvalue == 2 / 2**8
+    assert changes["f1[git_status]"]["p_value"] == 2 / 2**8
+    assert sentence(changes["f1[git_status]"]) == (
         "model gpt-5: f1[git_status] dropped 1.000 -> 0.333 (-0.667, 95% CI [-1.000, -0.333], p = 0.0078, "
         "8 of 22 paired cases changed)")
     for tool in ("git_log", "git_commit", NONE):
-        assert changes[f"f1[{tool}]"].p_value == 1.0 and changes[f"f1[{tool}]"].discordant == 0
+        assert changes[f"f1[{tool}]"]["p_value"] == 1.0 and changes[f"f1[{tool}]"]["discordant"] == 0
     assert len(result.failures()) == 5
 
 
@@ -282,7 +285,7 @@ def test_a_five_case_tool_fails_when_a_sixth_case_turns_against_it() -> None:
     base = report([case(i, e, e) for i, e in enumerate(expected)])
     cur = report([case(i, e, "git_diff" if i < 5 else "git_status" if i == 5 else e) for i, e in enumerate(expected)])
     status = by_metric(compare(make_baseline(base), cur, metrics=("tool_f1",)))["f1[git_status]"]
-    assert (status.discordant, status.p_value, status.drop) == (6, 2 / 2**6, True)
+    assert (status["discordant"], status["p_value"], status["drop"]) == (6, 2 / 2**6, True)
 
 
 def documented_table(heading: str) -> list[list[str]]:
@@ -313,8 +316,8 @@ def test_documented_flips_needed_at_each_support() -> None:
             def fails(flips: int, runs: Any = runs, name: str = name, support: int = support) -> bool:
                 baseline, current = runs(support, flips)
                 change = by_metric(compare(baseline, current, metrics=METRICS))[name]
-                assert change.discordant == flips and change.p_value == 2 / 2**flips
-                return bool(change.drop)
+                assert change["discordant"] == flips and change["p_value"] == 2 / 2**flips
+                return bool(change["drop"])
 
             if cell == "never":
                 assert not fails(support), (metric, support)
@@ -332,8 +335,8 @@ def test_documented_opposite_flips_tolerated_for_accuracy() -> None:
             significant = [c for c in range(d + 1) if 2 * c < d and binomtest(c, d, 0.5).pvalue < 0.05]
             assert (str(max(significant)) if significant else "never significant") == cell, d
             if significant and d == int(low):  # compare agrees: that many opposite flips fail, one more does not
-                assert compare_flips(d - max(significant), max(significant)).drop
-                assert not compare_flips(d - max(significant) - 1, max(significant) + 1).drop
+                assert compare_flips(d - max(significant), max(significant))["drop"]
+                assert not compare_flips(d - max(significant) - 1, max(significant) + 1)["drop"]
 
 
 def compare_flips(worse: int, better: int) -> Any:
@@ -341,7 +344,7 @@ def compare_flips(worse: int, better: int) -> Any:
     base = [case(i, "git_diff", "git_diff" if i < worse else "git_log") for i in range(60)]
     cur = [case(i, "git_diff", "git_log" if i < worse or i >= worse + better else "git_diff") for i in range(60)]
     change = compare(make_baseline(report(base)), report(cur), metrics=("accuracy",), resamples=500).changes[0]
-    assert change.discordant == worse + better and change.p_value == mcnemar_exact(worse, better)
+    assert change["discordant"] == worse + better and change["p_value"] == mcnemar_exact(worse, better)
     return change
 
 
@@ -435,8 +438,8 @@ def test_compare_accuracy_and_pass_rate_are_exact_mcnemar_at_any_size() -> None:
     for change, key in zip(result.changes, ("correct", "passed"), strict=True):
         worse = sum(bool(b[key]) and not a[key] for b, a in zip(base, cur, strict=True))
         better = sum(not b[key] and bool(a[key]) for b, a in zip(base, cur, strict=True))
-        assert worse + better > 16 and change.discordant == worse + better
-        assert change.p_value == pytest.approx(binomtest(min(worse, better), worse + better, 0.5).pvalue, rel=1e-12)
+        assert worse + better > 16 and change["discordant"] == worse + better
+        assert change["p_value"] == pytest.approx(binomtest(min(worse, better), worse + better, 0.5).pvalue, rel=1e-12)
 
 
 def swap_reference(base: list[dict[str, Any]], cur: list[dict[str, Any]], metric: str) -> float:
@@ -475,7 +478,8 @@ def test_permutation_test_of_f1_equals_swapping_cases(seed: int) -> None:
     result = compare(make_baseline(report(base)), report(cur), metrics=("macro_f1", "tool_f1"), resamples=500)
     assert len(result.changes) > 3
     for change in result.changes:
-        assert change.p_value == pytest.approx(swap_reference(base, cur, change.metric), abs=1e-12), change.metric
+        metric = change["metric"]
+        assert change["p_value"] == pytest.approx(swap_reference(base, cur, metric), abs=1e-12), metric
 
 
 def test_swap_patterns_with_an_undefined_metric_count_as_extreme() -> None:
@@ -494,10 +498,10 @@ def test_a_tools_test_reads_only_the_cases_that_concern_it() -> None:
     noisy = report([case(i, e, "git_diff" if i < 8 else "git_commit" if e == "git_log" else e)
                     for i, e in enumerate(expected)])
     changes = by_metric(compare(baseline, noisy, metrics=("macro_f1", "tool_f1")))
-    assert (changes["f1[git_status]"].p_value, changes["f1[git_status]"].discordant) == (alone.p_value, 8)
-    assert changes["f1[git_log]"].discordant == changes["f1[git_commit]"].discordant == 4
-    assert changes["f1[git_diff]"].discordant == 8 and changes["f1[(none)]"].discordant == 0
-    assert changes["macro_f1"].discordant == 12
+    assert (changes["f1[git_status]"]["p_value"], changes["f1[git_status]"]["discordant"]) == (alone["p_value"], 8)
+    assert changes["f1[git_log]"]["discordant"] == changes["f1[git_commit]"]["discordant"] == 4
+    assert changes["f1[git_diff]"]["discordant"] == 8 and changes["f1[(none)]"]["discordant"] == 0
+    assert changes["macro_f1"]["discordant"] == 12
 
 
 def test_null_hypothesis_rejections_stay_within_the_level() -> None:
@@ -515,10 +519,10 @@ def test_null_hypothesis_rejections_stay_within_the_level() -> None:
         result = compare(make_baseline(report(run())), report(run()), metrics=("macro_f1", "tool_f1"),
                          resamples=200, seed=sim)
         for c in result.changes:
-            if c.diff is not None:
-                key = "macro_f1" if c.metric == "macro_f1" else "f1"
+            if c["diff"] is not None:
+                key = "macro_f1" if c["metric"] == "macro_f1" else "f1"
                 tested[key] += 1
-                rejected[key] += c.significant
+                rejected[key] += c["significant"]
     for key in tested:
         share = rejected[key] / tested[key]
         assert share <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / tested[key]), (key, rejected[key], tested[key])
@@ -540,20 +544,21 @@ def test_p_values_print_the_same_in_sentences_and_markdown() -> None:
     result = compare(baseline, current, metrics=METRICS)
     lines = markdown(result, baseline, current).splitlines()
     changes = by_metric(result)
-    assert "p < 0.0001" in changes["accuracy"].sentence()  # 2 / 2**20
-    assert "p = 1.0000" in changes["f1[git_log]"].sentence()
+    assert "p < 0.0001" in sentence(changes["accuracy"])  # 2 / 2**20
+    assert "p = 1.0000" in sentence(changes["f1[git_log]"])
     shown = set()
     for c in result.changes:
-        name = c.metric if not c.metric.startswith("f1[") else f"`{c.metric[3:-1]}`"
+        name = c["metric"] if not c["metric"].startswith("f1[") else f"`{c['metric'][3:-1]}`"
         (row,) = [line for line in lines if line.startswith(f"| {name} |")]
         cells = [cell.strip() for cell in row.strip("|").split("|")]
-        if c.diff is None:
+        if c["diff"] is None:
             assert cells[5] == "—"
             continue
-        text = format_p(c.p_value)
+        text = format_p(c["p_value"])
         shown.add(text)
         assert cells[5] == text
-        assert re.search(rf", p (= )?{re.escape(text)}, {c.discordant} of {c.n} paired cases changed\)$", c.sentence())
+        assert re.search(rf", p (= )?{re.escape(text)}, {c['discordant']} of {c['n']} paired cases changed\)$",
+                         sentence(c))
     assert {"< 0.0001", "1.0000"} <= shown
 
 
@@ -603,13 +608,13 @@ def test_observed_values_equal_model_metrics(seed: int) -> None:
     result = compare(make_baseline(before), after, metrics=("accuracy", "macro_f1", "pass_rate", "tool_f1"),
                      resamples=500)
     for change in result.changes:
-        for value, rep in ((change.before, before), (change.after, after)):
+        for value, rep in ((change["before"], before), (change["after"], after)):
             m = rep["models"][MODEL]
-            if change.metric.startswith("f1["):
-                tool = m["tools"].get(change.metric[3:-1])
+            if change["metric"].startswith("f1["):
+                tool = m["tools"].get(change["metric"][3:-1])
                 assert value == (None if tool is None else pytest.approx(tool["f1"], abs=1e-12))
             else:
-                assert value == pytest.approx(m[change.metric], abs=1e-12)
+                assert value == pytest.approx(m[change["metric"]], abs=1e-12)
 
 
 def invented_tool_run(invent_at: int, invented: str) -> list[dict[str, Any]]:
@@ -627,8 +632,9 @@ def test_macro_f1_of_invented_tools_equals_the_report() -> None:
     base, cur = invented_tool_run(0, "delete_repo"), invented_tool_run(6, "whoami")
     before, after = build_report(base, catalogs, [MODEL]), build_report(cur, catalogs, [MODEL])
     result = compare(make_baseline(before), after, metrics=("macro_f1", "tool_f1"), resamples=500)
-    by_metric = {c.metric: c for c in result.changes}
-    for cases, rep, value in ((base, before, by_metric["macro_f1"].before), (cur, after, by_metric["macro_f1"].after)):
+    by_metric = {c["metric"]: c for c in result.changes}
+    macro = by_metric["macro_f1"]
+    for cases, rep, value in ((base, before, macro["before"]), (cur, after, macro["after"])):
         y_true = [c["expected_label"] for c in cases]
         y_pred = [c["called_label"] for c in cases]
         invented = invented_labels(cases)
@@ -640,9 +646,9 @@ def test_macro_f1_of_invented_tools_equals_the_report() -> None:
         everything = f1_score(y_true, y_pred, average="macro")  # what averaging over every label gives
         assert abs(value - everything) > 0.01
     # the invented names keep their own f1 rows (0: never right)
-    assert (by_metric["f1[delete_repo]"].before, by_metric["f1[whoami]"].after) == (0.0, 0.0)
+    assert (by_metric["f1[delete_repo]"]["before"], by_metric["f1[whoami]"]["after"]) == (0.0, 0.0)
     # the exact test swaps cases under the same statistic (model_metrics, hallucinated_tools riding along)
-    assert by_metric["macro_f1"].p_value == pytest.approx(swap_reference(base, cur, "macro_f1"), abs=1e-12)
+    assert by_metric["macro_f1"]["p_value"] == pytest.approx(swap_reference(base, cur, "macro_f1"), abs=1e-12)
 
 
 # ---------------------------------------------------------------------------------------- bootstrap
@@ -655,12 +661,12 @@ def test_bootstrap_is_deterministic_and_covers_the_observed_diff() -> None:
     again = compare(make_baseline(report(base)), report(cur), seed=7, resamples=2000)
     other = compare(make_baseline(report(base)), report(cur), seed=8, resamples=2000)
     assert first == again
-    assert [(c.ci_low, c.ci_high) for c in first.changes] != [(c.ci_low, c.ci_high) for c in other.changes]
+    assert [(c["ci_low"], c["ci_high"]) for c in first.changes] != [(c["ci_low"], c["ci_high"]) for c in other.changes]
     for change in first.changes:
-        if change.metric in ("accuracy", "macro_f1"):
-            assert change.diff is not None and change.ci_low is not None and change.ci_high is not None
-            assert change.ci_low <= change.diff <= change.ci_high
-            assert change.ci_low < change.ci_high
+        if change["metric"] in ("accuracy", "macro_f1"):
+            assert change["diff"] is not None and change["ci_low"] is not None and change["ci_high"] is not None
+            assert change["ci_low"] <= change["diff"] <= change["ci_high"]
+            assert change["ci_low"] < change["ci_high"]
 
 
 def test_bootstrap_interval() -> None:
@@ -686,7 +692,7 @@ def test_large_comparison_runs() -> None:
     assert result.paired == {MODEL: 1000}
     worse = sum(b["correct"] and not a["correct"] for b, a in zip(base, cur, strict=True))
     better = sum(a["correct"] and not b["correct"] for b, a in zip(base, cur, strict=True))
-    assert result.changes[0].p_value == mcnemar_exact(worse, better) and result.changes[0].discordant > 16
+    assert result.changes[0]["p_value"] == mcnemar_exact(worse, better) and result.changes[0]["discordant"] > 16
     assert cpu < 3.0  # about 0.2 s of CPU on one core; a loose guard against a slow path
 
 
@@ -706,7 +712,7 @@ def test_cases_only_in_one_run_and_errors() -> None:
     assert result.only_in_current == ["github.mcpeval.yaml::case-000[other]#0"]
     assert result.excluded == ["github.mcpeval.yaml::case-002[gpt-5]#0", "github.mcpeval.yaml::case-004[gpt-5]#0"]
     assert result.paired == {MODEL: 4}
-    assert {c.n for c in result.changes} == {4}
+    assert {c["n"] for c in result.changes} == {4}
     text = markdown(result, make_baseline(report(base)), build_report(cur, {}, [MODEL, "other"]))
     assert "### Only in the baseline (2)" in text and "`old.mcpeval.yaml::case-010[gpt-5]#0`" in text
     assert "### Only in this run (1)" in text
@@ -741,7 +747,7 @@ def test_make_baseline_round_trip(tmp_path: Path) -> None:
     assert loaded == baseline
     assert compare(loaded, after) == compare(baseline, after) == compare(before, after)
     same = compare(loaded, before)
-    assert same.passed and not same.flipped and all(c.p_value == 1.0 for c in same.changes)
+    assert same.passed and not same.flipped and all(c["p_value"] == 1.0 for c in same.changes)
 
 
 @pytest.mark.parametrize(
@@ -773,7 +779,7 @@ def test_markdown_marks_changed_descriptions_and_the_gate() -> None:
     before, after = description_change_runs()
     baseline = make_baseline(before)
     result = compare(baseline, after)
-    assert changed_tools(baseline, after) == {"list_issues": (OLD_DESCRIPTION, NEW_DESCRIPTION)}
+    assert changed_tools(baseline, after) == {"list_issues": {"before": OLD_DESCRIPTION, "after": NEW_DESCRIPTION}}
     text = markdown(result, baseline, after)
     lines = text.splitlines()
     assert lines[2].startswith("❌ **3 significant drops**")
@@ -816,7 +822,8 @@ def test_changed_tools_reads_the_server_tools_tokens_form() -> None:
     before, after = description_change_runs()
     before["catalogs"] = {"aaaa": {"server": "github", "tools": catalog(OLD_DESCRIPTION), "tokens": 120}}
     after["catalogs"] = {"bbbb": {"server": "github", "tools": catalog(NEW_DESCRIPTION), "tokens": 118}}
-    assert changed_tools(make_baseline(before), after) == {"list_issues": (OLD_DESCRIPTION, NEW_DESCRIPTION)}
+    assert changed_tools(make_baseline(before), after) == {"list_issues": {"before": OLD_DESCRIPTION,
+                                                                           "after": NEW_DESCRIPTION}}
     assert changed_tools(before, before) == {}
 
 
@@ -881,17 +888,18 @@ def test_flows_are_left_out_of_the_single_call_metrics() -> None:
     assert result.paired == {MODEL: 22}
     for metric in ("accuracy", "macro_f1", "pass_rate", "f1[get_me]", "f1[list_issues]"):
         c = changes[metric]
-        assert (c.n, c.discordant, c.p_value, c.diff, c.drop) == (12, 0, 1.0, 0.0, False), metric
-    assert changes["accuracy"].after == after["models"][MODEL]["accuracy"] == 1.0  # the report's: flows left out
+        assert (c["n"], c["discordant"], c["p_value"], c["diff"], c["drop"]) == (12, 0, 1.0, 0.0, False), metric
+    assert changes["accuracy"]["after"] == after["models"][MODEL]["accuracy"] == 1.0  # the report's: flows left out
     passed, coverage = changes["flow_pass_rate"], changes["coverage"]
-    assert (passed.before, passed.after) == (1.0, after["models"][MODEL]["flows"]["pass_rate"]) == (1.0, 0.2)
-    assert (coverage.before, coverage.after) == (1.0, after["models"][MODEL]["claims"]["mean_coverage"]) == (1.0, 0.6)
+    assert (passed["before"], passed["after"]) == (1.0, after["models"][MODEL]["flows"]["pass_rate"]) == (1.0, 0.2)
+    assert (coverage["before"], coverage["after"]) == (1.0, after["models"][MODEL]["claims"]["mean_coverage"]) \
+        == (1.0, 0.6)
     for c in (passed, coverage):
-        assert (c.n, c.discordant, c.p_value, c.drop) == (10, 8, 2 / 2**8, True)
-    assert result.failures() == [passed.sentence(), coverage.sentence()]
-    assert passed.sentence() == ("model gpt-5: flow_pass_rate dropped 1.000 -> 0.200 (-0.800, 95% CI [-1.000, "
+        assert (c["n"], c["discordant"], c["p_value"], c["drop"]) == (10, 8, 2 / 2**8, True)
+    assert result.failures() == [sentence(passed), sentence(coverage)]
+    assert sentence(passed) == ("model gpt-5: flow_pass_rate dropped 1.000 -> 0.200 (-0.800, 95% CI [-1.000, "
                                  "-0.500], p = 0.0078, 8 of 10 paired flows changed)")
-    assert coverage.sentence().endswith("p = 0.0078, 8 of 10 paired flows with claims changed)")
+    assert sentence(coverage).endswith("p = 0.0078, 8 of 10 paired flows with claims changed)")
     # a flipped flow is one whose outcome (passed) changed, marked as a flow
     assert [f["case"] for f in result.flipped] == [f"{FLOW_FILE}::flow-{i:03d}[gpt-5]#0" for i in range(8)]
     assert all(f.get("flow") is True and f["before"] and not f["after"] for f in result.flipped)
@@ -910,15 +918,15 @@ def test_a_flow_whose_outcome_changed_is_flipped_even_when_its_first_call_did_no
 def test_only_the_families_a_model_has_are_compared() -> None:
     flows_only = [flow(i, passed=i % 2 == 0) for i in range(6)]  # no claims: no coverage either
     result = compare(make_baseline(report(flows_only)), report(flows_only))  # the default metrics
-    assert [c.metric for c in result.changes] == ["flow_pass_rate"]
+    assert [c["metric"] for c in result.changes] == ["flow_pass_rate"]
     singles = [case(i, "get_me", "get_me") for i in range(4)]
     result = compare(make_baseline(report(singles)), report(singles), metrics=METRICS)
-    assert [c.metric for c in result.changes] == ["accuracy", "macro_f1", "pass_rate", "f1[get_me]"]
+    assert [c["metric"] for c in result.changes] == ["accuracy", "macro_f1", "pass_rate", "f1[get_me]"]
     # coverage pairs only flows with claims on both sides
     base = [flow(i, scores=[1.0] if i < 3 else None) for i in range(6)]
     cur = [flow(i, scores=[0.5] if i in (1, 2, 3) else None) for i in range(6)]
-    (coverage,) = [c for c in compare(make_baseline(report(base)), report(cur)).changes if c.metric == "coverage"]
-    assert (coverage.n, coverage.before, coverage.after, coverage.discordant) == (2, 1.0, 0.5, 2)
+    (coverage,) = [c for c in compare(make_baseline(report(base)), report(cur)).changes if c["metric"] == "coverage"]
+    assert (coverage["n"], coverage["before"], coverage["after"], coverage["discordant"]) == (2, 1.0, 0.5, 2)
 
 
 @pytest.mark.parametrize("metric", ["flow_pass_rate", "coverage"])
@@ -927,18 +935,18 @@ def test_a_flow_drop_fails_with_six_changed_flows_and_passes_with_five(metric: s
         baseline, current = flow_runs(metric)(12, flips)
         result = compare(baseline, current, metrics=(metric,), margin=0.02)
         (change,) = result.changes
-        assert change.discordant == flips and change.p_value == 2 / 2**flips
-        assert change.diff is not None and change.diff < -0.02
-        assert change.drop is fails and result.passed is not fails
-        assert result.failures() == ([change.sentence()] if fails else [])
+        assert change["discordant"] == flips and change["p_value"] == 2 / 2**flips
+        assert change["diff"] is not None and change["diff"] < -0.02
+        assert change["drop"] is fails and result.passed is not fails
+        assert result.failures() == ([sentence(change)] if fails else [])
 
 
 def test_a_large_coverage_drop_on_few_flows_is_not_significant() -> None:
     base = [flow(i, scores=[1.0, 1.0]) for i in range(4)]
     cur = [flow(i, scores=[0.0, 0.0] if i < 3 else [1.0, 1.0]) for i in range(4)]
     (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes
-    assert (change.before, change.after, change.discordant, change.p_value) == (1.0, 0.25, 3, 0.25)
-    assert change.significant is False and change.drop is False
+    assert (change["before"], change["after"], change["discordant"], change["p_value"]) == (1.0, 0.25, 3, 0.25)
+    assert change["significant"] is False and change["drop"] is False
 
 
 @pytest.mark.parametrize("gain,p_value", [(0.25, 0.03125), (1.0, 0.359375)])
@@ -949,9 +957,9 @@ def test_coverage_changes_weigh_by_their_size(gain: float, p_value: float) -> No
     base = [flow(i, scores=[1.0] if i < 6 else start if i == 6 else [0.0]) for i in range(10)]
     cur = [flow(i, scores=[0.5] if i < 6 else raised if i == 6 else [0.0]) for i in range(10)]
     (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes
-    assert change.discordant == 7 and change.diff == pytest.approx((-3 + gain) / 10)
-    assert change.p_value == p_value == pytest.approx(coverage_swap_reference(base, cur), abs=1e-12)
-    assert change.drop is (p_value < 0.05) and mcnemar_exact(6, 1) == 0.125
+    assert change["discordant"] == 7 and change["diff"] == pytest.approx((-3 + gain) / 10)
+    assert change["p_value"] == p_value == pytest.approx(coverage_swap_reference(base, cur), abs=1e-12)
+    assert change["drop"] is (p_value < 0.05) and mcnemar_exact(6, 1) == 0.125
 
 
 def coverage_swap_reference(base: list[dict[str, Any]], cur: list[dict[str, Any]]) -> float:
@@ -991,10 +999,11 @@ def random_claim_flows(seed: int, n: int, changed: int) -> tuple[list[dict[str, 
 def test_exact_coverage_test_equals_swapping_flows(seed: int) -> None:
     base, cur = random_claim_flows(seed, 16, 12)
     (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",), resamples=500).changes
-    assert change.discordant == sum(b["coverage"] != a["coverage"] for b, a in zip(base, cur, strict=True))
+    assert change["discordant"] == sum(b["coverage"] != a["coverage"] for b, a in zip(base, cur, strict=True))
     reference = coverage_swap_reference(base, cur)
-    assert change.p_value == pytest.approx(reference, abs=1e-12)
-    assert change.p_value * 2**change.discordant == pytest.approx(round(change.p_value * 2**change.discordant))
+    assert change["p_value"] == pytest.approx(reference, abs=1e-12)
+    scaled = change["p_value"] * 2**change["discordant"]
+    assert scaled == pytest.approx(round(scaled))
 
 
 def test_coverage_test_samples_patterns_when_there_are_too_many() -> None:
@@ -1009,14 +1018,14 @@ def test_coverage_test_samples_patterns_when_there_are_too_many() -> None:
         base.append(flow(i, scores=b))
         cur.append(flow(i, scores=a))
     (change,) = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes
-    assert change.discordant == 18
-    assert change.p_value * 10001 == pytest.approx(round(change.p_value * 10001))  # (1 + hits) / (1 + resamples)
+    assert change["discordant"] == 18
+    assert change["p_value"] * 10001 == pytest.approx(round(change["p_value"] * 10001))  # (1 + hits) / (1 + resamples)
     d = np.array([a["coverage"] - b["coverage"] for b, a in zip(base, cur, strict=True)])
     signs = 1 - 2 * ((np.arange(1 << 18)[:, None] >> np.arange(18)) & 1)
     exact = float(np.mean(np.abs(signs @ d) / 18 >= abs(d.sum()) / 18 - 1e-12))
-    assert abs(change.p_value - exact) < 4 * math.sqrt(exact * (1 - exact) / 10000) + 2 / 10001
+    assert abs(change["p_value"] - exact) < 4 * math.sqrt(exact * (1 - exact) / 10000) + 2 / 10001
     again = compare(make_baseline(report(base)), report(cur), metrics=("coverage",)).changes[0]
-    assert again.p_value == change.p_value  # seeded
+    assert again["p_value"] == change["p_value"]  # seeded
 
 
 def test_make_baseline_keeps_what_the_flow_comparison_needs(tmp_path: Path) -> None:
@@ -1074,7 +1083,7 @@ def test_a_baseline_without_flow_fields_still_loads_and_its_cases_are_single_cal
     assert result.paired == {MODEL: 8} and result.excluded == []
     changes = by_metric(result)
     assert "flow_pass_rate" not in changes and "coverage" not in changes
-    assert (changes["accuracy"].n, changes["accuracy"].before, changes["accuracy"].after) == (8, 0.25, 0.0)
+    assert (changes["accuracy"]["n"], changes["accuracy"]["before"], changes["accuracy"]["after"]) == (8, 0.25, 0.0)
     assert len(result.flipped) == 2  # the two single calls, not the flows
     # an old baseline of single calls only compares exactly as before
     only_singles: Any = make_baseline(report(singles_before))
@@ -1088,7 +1097,7 @@ def test_errors_of_flows_are_left_out() -> None:
     result = compare(make_baseline(report(base)), report(cur))
     assert result.excluded == [f"{FLOW_FILE}::flow-000[gpt-5]#0"]
     (change,) = result.changes
-    assert (change.metric, change.n, change.discordant) == ("flow_pass_rate", 7, 7)
+    assert (change["metric"], change["n"], change["discordant"]) == ("flow_pass_rate", 7, 7)
 
 
 # ------------------------------------------------------------------------ flows through the plugin
@@ -1157,11 +1166,15 @@ def test_fail_on_drop_gates_flows(pytester: pytest.Pytester, model_server: Scrip
 # -- --mcp-drop-correction=holm: each model's changes one family, Holm's step-down, Tarone's screening ----------
 
 def _change(metric: str, p: float, discordant: int, diff: float | None = -0.2) -> Any:
-    from pytest_mcpeval.gate.compare import MetricChange
+    from pytest_mcpeval.results import MetricChange
 
-    return MetricChange(MODEL, metric, 0.9, None if diff is None else 0.9 + diff, diff, None, None, p, 40,
-                        p < 0.05, p < 0.05 and diff is not None and diff < -0.02,
-                        p < 0.05 and diff is not None and diff > 0.02, 0.05, discordant)
+    change: MetricChange = {
+        "model": MODEL, "metric": metric, "before": 0.9, "after": None if diff is None else 0.9 + diff, "diff": diff,
+        "ci_low": None, "ci_high": None, "p_value": p, "n": 40, "significant": p < 0.05,
+        "drop": p < 0.05 and diff is not None and diff < -0.02,
+        "improvement": p < 0.05 and diff is not None and diff > 0.02,
+        "level": 0.05, "discordant": discordant, "p_adjusted": None}
+    return change
 
 
 def test_holm_by_hand() -> None:
@@ -1172,9 +1185,9 @@ def test_holm_by_hand() -> None:
     a, b, c = _change("accuracy", 0.01, 8), _change("macro_f1", 0.04, 7), _change("f1[x]", 0.03, 6)
     d, e = _change("f1[y]", 0.5, 3), _change("f1[z]", 1.0, 0, diff=None)
     holm([a, b, c, d, e], 0.05, 0.02)
-    assert [x.p_adjusted for x in (a, b, c, d, e)] == pytest.approx([0.03, 0.06, 0.06, 0.5, 1.0])
-    assert (a.significant, a.drop) == (True, True)
-    assert not any(x.significant or x.drop for x in (b, c, d, e))
+    assert [x["p_adjusted"] for x in (a, b, c, d, e)] == pytest.approx([0.03, 0.06, 0.06, 0.5, 1.0])
+    assert (a["significant"], a["drop"]) == (True, True)
+    assert not any(x["significant"] or x["drop"] for x in (b, c, d, e))
 
 
 def test_holm_rejects_what_the_step_down_rule_rejects() -> None:
@@ -1190,7 +1203,7 @@ def test_holm_rejects_what_the_step_down_rule_rejects() -> None:
         drawn = [float(rng.choice([rng.uniform(0, 0.06), rng.uniform(0, 1)])) for _ in range(size)]
         family = [_change(f"f1[t{i}]", max(2.0 ** (1 - d), p), d)  # an exact test's p is at least 2 / 2**d
                   for i, (d, p) in enumerate(zip(discordant, drawn, strict=True))]
-        raw = {x.metric: (x.p_value, x.discordant) for x in family}
+        raw = {x["metric"]: (x["p_value"], x["discordant"]) for x in family}
         holm(family, 0.05, 0.02)
         testable = sorted((p, m) for m, (p, d) in raw.items() if d >= 6)
         rejected: set[str] = set()
@@ -1198,8 +1211,8 @@ def test_holm_rejects_what_the_step_down_rule_rejects() -> None:
             if not p < 0.05 / (len(testable) - i):
                 break
             rejected.add(metric)
-        assert {x.metric for x in family if x.significant} == rejected
-        assert all(x.p_adjusted == raw[x.metric][0] for x in family if raw[x.metric][1] < 6)
+        assert {x["metric"] for x in family if x["significant"]} == rejected
+        assert all(x["p_adjusted"] == raw[x["metric"]][0] for x in family if raw[x["metric"]][1] < 6)
 
 
 def test_with_holm_a_drop_seen_by_one_metric_of_many_needs_more_evidence() -> None:
@@ -1210,14 +1223,14 @@ def test_with_holm_a_drop_seen_by_one_metric_of_many_needs_more_evidence() -> No
     result = compare(baseline, current, metrics=METRICS, correction="holm")
     changes = by_metric(result)
     assert result.correction == "holm" and len(result.failures()) == 5
-    assert changes["accuracy"].p_adjusted == pytest.approx(5 * 2 / 2**8)
-    assert changes["accuracy"].sentence().endswith("p = 0.0078, Holm-adjusted p = 0.0391, 8 of 22 paired cases "
+    assert changes["accuracy"]["p_adjusted"] == pytest.approx(5 * 2 / 2**8)
+    assert sentence(changes["accuracy"]).endswith("p = 0.0078, Holm-adjusted p = 0.0391, 8 of 22 paired cases "
                                                    "changed)")
     baseline, current = tool_runs(10, 6)
     assert len(compare(baseline, current, metrics=METRICS).failures()) == 5
     held = compare(baseline, current, metrics=METRICS, correction="holm")
     assert held.passed and held.failures() == []
-    assert by_metric(held)["accuracy"].p_adjusted == pytest.approx(min(1.0, 5 * 2 / 2**6))
-    assert all(c.p_adjusted is None for c in compare(baseline, current, metrics=METRICS).changes)
+    assert by_metric(held)["accuracy"]["p_adjusted"] == pytest.approx(min(1.0, 5 * 2 / 2**6))
+    assert all(c["p_adjusted"] is None for c in compare(baseline, current, metrics=METRICS).changes)
     with pytest.raises(ValueError, match="unknown correction 'bonferroni'"):
         compare(baseline, current, correction="bonferroni")

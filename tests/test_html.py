@@ -17,12 +17,12 @@ import pytest
 from conftest import make_project, read_report, run
 from scipy.stats import bootstrap
 
-from pytest_mcpeval.gate.baseline import load_baseline
 from pytest_mcpeval.report.html import render
-from pytest_mcpeval.report.html_data import argument_problems, headline, label_order, line_diff, recall_curve, word_diff
+from pytest_mcpeval.report.html_data import argument_problems, label_order, line_diff, recall_curve, word_diff
 from pytest_mcpeval.report.html_escape import script_json
 from pytest_mcpeval.report.model import build_report
 from pytest_mcpeval.scoring.case import NONE
+from pytest_mcpeval.scoring.intervals import headline
 from pytest_mcpeval.testing import ScriptedModelServer
 
 # ------------------------------------------------------------------------------ a real run to render
@@ -30,6 +30,18 @@ from pytest_mcpeval.testing import ScriptedModelServer
 HOSTILE_DESCRIPTION = ('Read one issue. <script>window.__pwned = "desc"</script> </details></pre> '
                        '<img src=x onerror="window.__pwned=1"> ``` `code` ' + "x" * 3000)
 
+
+
+def with_baseline(report: Any, baseline: Any) -> Any:
+    """The report as the session leaves it with --mcp-compare: its ``comparison`` holds what the page shows of the
+    baseline (the changed tools, the baseline's F1); a comparison the test wrote by hand is kept as it is."""
+    from pytest_mcpeval.gate.compare import compare, comparison_section
+
+    section = comparison_section(compare(baseline, report), baseline, report, "baseline.json", "none")
+    own = report.get("comparison")
+    if own is not None:
+        section = {**own, "changed_tools": section["changed_tools"], "baseline_tools": section["baseline_tools"]}
+    return {**report, "comparison": section}
 
 def tools(list_description: str) -> list[dict[str, Any]]:
     string = {"type": "string"}
@@ -174,7 +186,7 @@ def test_a_compared_run_writes_the_page_even_when_the_gate_fails(pytester: pytes
         "WEB-7 reported by alice </pre><script>window.__pwned=3</script>",  # a mock's answer
         "There are 3 bugs </details><script>window.__pwned=4</script>",  # a final answer
     ])
-    assert page == render(report, load_baseline(pytester.path / "base.json"))  # the page is the report's
+    assert page == render(report)  # the page is the report's alone (its comparison holds the baseline's part)
     # the description diff next to the F1 change it caused
     (change,) = re.findall(r'<div class="desc-change" data-tool="list_issues">.*?</div></div>', page)
     assert ('<pre class="diff"><span class="dl del"><span class="sign">-</span>List issues of a project by '
@@ -294,14 +306,14 @@ def test_headline_point_estimates_are_the_reports_numbers() -> None:
     cases += [flow(i, bool(i % 3), [1.0, 0.5, None][i % 3]) for i in range(9)]
     metrics = build_report(cases, {}, ["m"])["models"]["m"]
     est = headline(cases)
-    assert est["accuracy"].value == pytest.approx(metrics["accuracy"])
-    assert est["pass_rate"].value == pytest.approx(metrics["pass_rate"])
-    assert est["macro_f1"].value == pytest.approx(metrics["macro_f1"])  # the invented label left out, as there
-    assert est["flow_pass_rate"].value == pytest.approx(metrics["flows"]["pass_rate"])
-    assert est["coverage"].value == pytest.approx(metrics["claims"]["mean_coverage"])
-    assert (est["accuracy"].n, est["coverage"].n) == (60, 6)
+    assert est["accuracy"]["value"] == pytest.approx(metrics["accuracy"])
+    assert est["pass_rate"]["value"] == pytest.approx(metrics["pass_rate"])
+    assert est["macro_f1"]["value"] == pytest.approx(metrics["macro_f1"])  # the invented label left out, as there
+    assert est["flow_pass_rate"]["value"] == pytest.approx(metrics["flows"]["pass_rate"])
+    assert est["coverage"]["value"] == pytest.approx(metrics["claims"]["mean_coverage"])
+    assert (est["accuracy"]["n"], est["coverage"]["n"]) == (60, 6)
     for e in est.values():
-        assert e.low is not None and e.high is not None and e.low <= e.value <= e.high
+        assert e["low"] is not None and e["high"] is not None and e["low"] <= e["value"] <= e["high"]
     assert headline(cases) == est  # seeded
 
 
@@ -312,7 +324,7 @@ def test_the_interval_is_scipys_percentile_bootstrap() -> None:
     est = headline(cases, resamples=20_000)["accuracy"]
     ref = bootstrap((right.astype(float),), np.mean, n_resamples=20_000, method="percentile",
                     confidence_level=0.95, random_state=np.random.default_rng(1)).confidence_interval
-    assert est.low == pytest.approx(ref.low, abs=0.01) and est.high == pytest.approx(ref.high, abs=0.01)
+    assert est["low"] == pytest.approx(ref.low, abs=0.01) and est["high"] == pytest.approx(ref.high, abs=0.01)
 
 
 def test_the_repeats_of_a_case_are_resampled_together() -> None:
@@ -321,9 +333,9 @@ def test_the_repeats_of_a_case_are_resampled_together() -> None:
     once = [single(i, "a", "a" if ok else "b") for i, ok in enumerate(outcomes)]
     thrice = [single(i, "a", "a" if ok else "b", repeat=r) for i, ok in enumerate(outcomes) for r in range(3)]
     a, b = headline(once)["accuracy"], headline(thrice)["accuracy"]
-    assert (b.n, b.clusters) == (120, 40)
+    assert (b["n"], b["clusters"]) == (120, 40)
     # identical repeats carry no more evidence than one run: the same interval, not one sqrt(3) times narrower
-    assert (b.value, b.low, b.high) == pytest.approx((a.value, a.low, a.high))
+    assert (b["value"], b["low"], b["high"]) == pytest.approx((a["value"], a["low"], a["high"]))
 
 
 def test_confused_labels_sit_together() -> None:
@@ -375,7 +387,7 @@ def test_the_description_diff_is_a_line_diff_with_the_changed_words_marked_in_ea
         "get_issue": {"hash": "h2", "description": new, "tokens": 5}}}}, ["m"])
     baseline = {"models": {}, "catalogs": {"c": {"server": "s", "tools": {
         "get_issue": {"hash": "h1", "description": old + " <b>", "tokens": 5}}}}}
-    page = render(report, baseline)
+    page = render(with_baseline(report, baseline))
     (diff,) = re.findall(r'<pre class="diff">.*?</pre>', page)
     assert diff == ('<pre class="diff">'
                     '<span class="dl del"><span class="sign">-</span><del>Get</del> the issue.</span>'
@@ -398,14 +410,14 @@ def test_a_local_models_load_is_shown_apart_from_its_latency() -> None:
 def test_the_baselines_f1_is_marked_on_the_bar() -> None:
     cases = [single(0, "a", "a"), single(1, "a", "b"), single(2, "b", "b")]
     report = build_report(cases, {}, ["m"])
-    page = render(report, {"models": {"m": {"tools": {"a": 0.25}}}, "catalogs": {}})
+    page = render(with_baseline(report, {"models": {"m": {"tools": {"a": 0.25}}}, "catalogs": {}}))
     assert '<b style="left:25.0%" title="baseline 0.250"></b>' in page  # the baseline run's F1 of `a`
     report["comparison"] = {"baseline": "b.json", "margin": 0.02, "level": 0.05, "drops": [], "improvements": [],
                             "flipped": [], "only_in_baseline": [], "only_in_current": [], "changes": [
                                 {"model": "m", "metric": "f1[a]", "before": 0.8, "after": 0.667, "diff": -0.133,
                                  "ci_low": -0.5, "ci_high": 0.0, "p_value": 1.0, "n": 3, "significant": False,
                                  "drop": False, "improvement": False, "level": 0.05, "discordant": 1}]}
-    page = render(report, {"models": {"m": {"tools": {"a": 0.25}}}, "catalogs": {}})
+    page = render(with_baseline(report, {"models": {"m": {"tools": {"a": 0.25}}}, "catalogs": {}}))
     assert '<b style="left:80.0%" title="baseline 0.800"></b>' in page  # the paired cases' F1, where compared
     assert "not significant" in page
 
@@ -464,7 +476,7 @@ def hostile_report() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_hostile_strings_reach_the_page_only_as_text() -> None:
     report, baseline = hostile_report()
-    page = render(report, baseline)  # type: ignore[arg-type]
+    page = render(with_baseline(report, baseline))
     parsed = assert_only_text(page, ["<script>window.__pwned=1</script>", "</details></summary></td></table>",
                                      "<img src=x onerror=alert(1)>", '"><svg onload=alert(1)>',
                                      "&lt;escaped&gt; &amp;", "``` `tick` ```"])
@@ -525,7 +537,7 @@ def test_a_thousand_cases_for_two_models_stay_small_and_quick() -> None:
 
 def test_the_page_needs_nothing_from_the_network() -> None:
     report, baseline = hostile_report()
-    parsed = Page.of(render(report, baseline))  # type: ignore[arg-type]
+    parsed = Page.of(render(with_baseline(report, baseline)))
     (csp,) = [a["content"] for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
     assert csp is not None and csp.startswith("default-src 'none'; ") and "script-src 'sha256-" in csp
     urls = {v for _, attrs in parsed.tags for k, v in attrs.items() if k in ("src", "href", "action", "xmlns")}

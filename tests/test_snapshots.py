@@ -7,6 +7,7 @@ gives every in-process run, and nothing here depends on a clean interpreter.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,14 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def run_subprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """For the known limits: syrupy keeps per-process state, so their outcome must not depend on earlier runs."""
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    """For the known limits: syrupy keeps per-process state, so their outcome must not depend on earlier runs.
+    The child is not an xdist worker even when this test runs in one: syrupy reads ``PYTEST_XDIST_WORKER`` from
+    the environment and, in a worker, prints no report (so it never says "unused"), which made the known limits
+    below pass under ``-n 2`` and fail from a shell."""
+    with pytest.MonkeyPatch.context() as env:
+        for name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
+            env.delenv(name)
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
 
 
 @pytest.fixture
@@ -145,9 +152,7 @@ def test_without_syrupy_a_plain_run_ignores_the_snapshot(recorded: pytest.Pytest
     result.assert_outcomes(skipped=1)
 
 
-@pytest.mark.xfail(strict=False, reason="(not strict: seen to pass inside pytester under xdist, where syrupy's "
-                                        "per-process state differs; it fails from a shell) "
-                                        "syrupy knows a snapshot's owner is kept out of collection only for .py "
+@pytest.mark.xfail(strict=True, reason="syrupy knows a snapshot's owner is kept out of collection only for .py "
                                        "modules, so the catalog of an --ignore'd benchmark file is 'unused'")
 def test_ignored_benchmark_file_keeps_its_snapshot(recorded: pytest.Pytester) -> None:
     (recorded.path / "other.mcpeval.yaml").write_text(BENCH)
@@ -156,9 +161,7 @@ def test_ignored_benchmark_file_keeps_its_snapshot(recorded: pytest.Pytester) ->
     assert "unused" not in result.stdout.str()
 
 
-@pytest.mark.xfail(strict=False, reason="(not strict: seen to pass inside pytester under xdist, where syrupy's "
-                                        "per-process state differs; it fails from a shell) "
-                                        "syrupy matches -k against the snapshot name (`tool-catalog`), which does "
+@pytest.mark.xfail(strict=True, reason="syrupy matches -k against the snapshot name (`tool-catalog`), which does "
                                        "not name the file, so a -k that deselects a file by name marks its "
                                        "catalog unused when another file's catalog is checked")
 def test_deselecting_a_file_by_name_keeps_its_snapshot(recorded: pytest.Pytester) -> None:

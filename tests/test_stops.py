@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_mcpeval.scoring.stops import blocked, notes, refine
+from pytest_mcpeval.report.case_notes import notes
+from pytest_mcpeval.scoring.stops import blocked, refine
 
 
 def test_only_content_filter_is_a_block() -> None:

@@ -16,8 +16,9 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
-from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
+from pytest_mcpeval.json_file import JsonFileError, first_problem
 from pytest_mcpeval.results import Baseline, BaselineCase, BaselineModel, CatalogInfo
+from pytest_mcpeval.storage import read_json, write_json
 
 BASELINE_VERSION: Literal[1] = 1
 BASELINE_KIND: Literal["pytest-mcpeval-baseline"] = "pytest-mcpeval-baseline"
@@ -50,6 +51,11 @@ def make_baseline(report: Mapping[str, Any]) -> Baseline:
         "cases": [_case(c) for c in report.get("cases") or []],
         "catalogs": report.get("catalogs", {}),
     }
+
+
+def write_baseline(report: Mapping[str, Any], path: Path) -> None:
+    """The baseline of ``report`` (:func:`make_baseline`) to ``path``, atomically (``--mcp-save-baseline``)."""
+    write_json(make_baseline(report), path)
 
 
 def _case(case: Mapping[str, Any]) -> BaselineCase:
@@ -100,7 +106,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
 
     p = Path(path)
     try:
-        data = parse(read_regular(p, MAX_BASELINE_BYTES))
+        data = read_json(p, MAX_BASELINE_BYTES)
     except FileNotFoundError:
         raise BaselineError(f"baseline file not found: {p}") from None
     except JsonFileError as exc:

@@ -1,4 +1,4 @@
-"""Exact paired tests for the drop gate, and how p-values are printed.
+"""Exact paired tests for the drop gate (p-values are printed by pytest_mcpeval.report.numbers.format_p).
 
 Under the null hypothesis the two outcomes of a paired case are exchangeable, so only the *discordant*
 cases (whose outcome differs between the runs) carry evidence, and ``k`` of them can never give a p-value
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_RESAMPLES
+from pytest_mcpeval.scoring.bootstrap import CHUNK as _CHUNK
 
-_CHUNK = 1000  # resamples (or swap patterns) per matrix product: bounds memory to CHUNK x cases floats
 _EXACT_OUTCOMES = 1 << 16  # swap outcomes up to which a permutation test is exact (always for 16 discordant pairs)
 _EXACT_PAIRS = 1000  # ... and discordant pairs up to which it is (binomial coefficients stay cheap)
 _CELLS = 1 << 20  # floats per array of swap patterns or shifted counts in one product (8 MB)
@@ -131,8 +131,3 @@ def sign_flip_test(before: Any, after: Any, resamples: int = DEFAULT_RESAMPLES, 
     a = np.asarray(after, dtype=np.float64).reshape(-1, 1)
     n = len(b)
     return permutation_test(b, a, lambda sums: sums[:, 0] / n, resamples, seed, exact_limit)
-
-
-def format_p(p: float) -> str:
-    """A p-value as every rendering prints it: four decimals, ``< 0.0001`` below that."""
-    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pytest_mcpeval.results import CaseResult, CatalogInfo, ModelMetrics
-from pytest_mcpeval.scoring.registry import METRICS, NAMES, TOOL_METRICS
+from pytest_mcpeval.results.registry import METRICS, NAMES, TOOL_METRICS
 from pytest_mcpeval.text import did_you_mean
 
 _SYNTAX = re.compile(

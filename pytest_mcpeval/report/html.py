@@ -7,12 +7,13 @@ mail attachment.  The script only adds filters and sorting; everything is readab
 What it shows (docs/report-html.md): the gate; with ``--mcp-compare``, the comparison with its significance
 verdicts and, for every tool whose definition changed since the baseline, its description diff next to its
 F1 change; the checks (each file's tool-catalog snapshot with its diff, its lint findings); per model, the
-headline numbers with bootstrap intervals (:func:`~.html_data.headline`), the
+headline numbers with the report's bootstrap intervals (``ModelMetrics.intervals``), the
 confusion matrix as a heatmap (:func:`~.html_data.label_order`), per-tool precision/recall/F1 bars with the
 baseline's F1 marked, the argument errors, a retriever's recall@k curve, pass@k and pass^k with repeats and
 each flow's transcript; the catalogs' token cost per tool; and a table of every case.
 
-:func:`render` is a pure function of the report and the baseline; every untrusted string is escaped
+:func:`render` is a pure function of the report (the comparison, the changed tools and the baseline's F1 are
+its ``comparison`` section); every untrusted string is escaped
 (:mod:`.html_escape`).  This module renders the page, the gate, the comparison, the description changes and
 the catalogs; :mod:`.html_model` one model's section, :mod:`.html_cases` the cases and the flow transcripts,
 :mod:`.html_checks` the snapshots and the lint,
@@ -22,15 +23,16 @@ the catalogs; :mod:`.html_model` one model's section, :mod:`.html_cases` the cas
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pytest_mcpeval.report.html_assets import CSS, JS, script_hash
 from pytest_mcpeval.report.html_cases import cases_table, flow_anchor
 from pytest_mcpeval.report.html_checks import checks
-from pytest_mcpeval.report.html_data import RESAMPLES, SEED, DiffLine, line_diff
+from pytest_mcpeval.report.html_data import DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
-from pytest_mcpeval.report.html_model import LIST, TITLES, delta, fmt, model_section, model_title
-from pytest_mcpeval.results import MetricChangeView, Report
+from pytest_mcpeval.report.html_model import LIST, delta, fmt, model_section, model_title
+from pytest_mcpeval.report.numbers import confidence
+from pytest_mcpeval.results import MetricChange, Report
+from pytest_mcpeval.results.registry import title as metric_title
 from pytest_mcpeval.text import plural
 
 __all__ = ["render"]
@@ -66,7 +68,7 @@ def _comparison(report: Report) -> str:
     for c in comparison.get("changes") or []:
         if c["metric"].startswith("f1[") and not (c["drop"] or c["improvement"]):
             continue  # in the model's tool table (and the description changes)
-        rows.append(f"<tr><td>{text(c['model'])}<td>{text(TITLES.get(c['metric'], c['metric']))}"
+        rows.append(f"<tr><td>{text(c['model'])}<td>{text(metric_title(c['metric']))}"
                     f"<td class=n>{fmt(c['metric'], c['before'])}<td class=n>{fmt(c['metric'], c['after'])}"
                     f"<td>{delta(c)}</tr>")
     holm = comparison.get("correction") == "holm"
@@ -74,7 +76,7 @@ def _comparison(report: Report) -> str:
               else f"p &lt; {level:g} (exact paired test)")
     out = [f"<p>Baseline <code>{text(comparison.get('baseline', ''), LONG)}</code>; a change is significant when "
            f"{p_rule} and a drop or an improvement when it is also larger than "
-           f"{comparison.get('margin', 0):g}. Intervals: {100 * (1 - level):g}% paired bootstrap. Tool F1 changes "
+           f"{comparison.get('margin', 0):g}. Intervals: {confidence(level)} paired bootstrap. Tool F1 changes "
            "are in each model's tool table; only the drops and improvements among them are listed here.</p>"]
     if rows:
         out.append("<table><thead><tr><th>model<th>metric<th>before<th>after<th>change</tr></thead><tbody>"
@@ -114,19 +116,16 @@ def _diff_lines(lines: list[DiffLine]) -> str:
     return "".join(out)
 
 
-def _description_changes(report: Report, baseline: Mapping[str, Any] | None,
-                         changes: Mapping[tuple[str, str], MetricChangeView]) -> str:
+def _description_changes(report: Report, changes: Mapping[tuple[str, str], MetricChange]) -> str:
     """For every tool whose definition changed since the baseline: its F1 change per model next to the diff."""
-    if baseline is None:
-        return ""
-    from pytest_mcpeval.gate.compare import changed_tools
-
-    changed = changed_tools(baseline, report)
+    comparison = report.get("comparison")
+    changed = (comparison.get("changed_tools") if comparison else None) or {}
     if not changed:
         return ""
     models = list(report.get("models") or {})
     blocks = []
-    for tool, (old, new) in changed.items():
+    for tool, change in changed.items():
+        old, new = change["before"], change["after"]
         rows = []
         for model in models:
             c = changes.get((model, f"f1[{tool}]"))
@@ -178,27 +177,23 @@ def _catalogs(report: Report) -> str:
 # ---------------------------------------------------------------------------------------------- the page
 
 
-def render(report: Report, baseline: Mapping[str, Any] | None = None, *, resamples: int = RESAMPLES,
-           seed: int = SEED) -> str:
-    """The page for ``report``; ``baseline`` (the ``--mcp-compare`` file) adds the description diffs."""
+def render(report: Report) -> str:
+    """The page for ``report`` (with a ``comparison``, the comparison and the description diffs too)."""
     models = report.get("models") or {}
     cases = report.get("cases") or []
     comparison = report.get("comparison")
-    level = float(comparison["level"]) if comparison else 0.05
+    method = report.get("intervals") or {"level": 0.05, "resamples": 0, "seed": 0}
+    level = float(method["level"])
     changes = {(c["model"], c["metric"]): c for c in (comparison["changes"] if comparison else [])}
-    changed: set[str] = set()
-    if baseline is not None:
-        from pytest_mcpeval.gate.compare import changed_tools
-
-        changed = set(changed_tools(baseline, report))
+    changed = set((comparison.get("changed_tools") if comparison else None) or {})
     names = list(models)
     model_index = {name: i for i, name in enumerate(names)}
     anchors = {i: flow_anchor(i) for i, c in enumerate(cases) if c.get("flow")}
     run_models = (report.get("run") or {}).get("models") or {}
-    baseline_models = (baseline or {}).get("models") or {}
+    baseline_tools = (comparison.get("baseline_tools") if comparison else None) or {}
     sections = [_section(f"model-{i}", f"Model {model_title(name, run_models)}",
                          model_section(name, models[name], cases, anchors, changes, changed,
-                                       (baseline_models.get(name) or {}).get("tools") or {}, level, resamples, seed))
+                                       baseline_tools.get(name) or {}, level))
                 for i, name in enumerate(names)]
     nav = [('<a href="#comparison">comparison</a>' if comparison else ""),
            ('<a href="#descriptions">description changes</a>' if changed else ""),
@@ -218,15 +213,15 @@ def render(report: Report, baseline: Mapping[str, Any] | None = None, *, resampl
         notes.append(f"<details><summary>{plural(len(skipped), 'case item')} skipped: not run, not in the "
                      "metrics</summary><table><thead><tr><th>file<th>case<th>model<th>reason</tr></thead>"
                      f"<tbody>{rows}</tbody></table></details>")
-    method = (f"Intervals: {100 * (1 - level):g}% percentile bootstrap over cases ({resamples:,} resamples, seed "
-              f"{seed}; the repeats of a case are resampled together).")
+    said = (f"Intervals: {confidence(level)} percentile bootstrap over cases ({method['resamples']:,} resamples, "
+            f"seed {method['seed']}; the repeats of a case are resampled together).")
     found = checks(report)
     checks_section = _section("checks", "Checks: catalog snapshots and lint", found) if found else ""
     data = {"models": names, "diagnoses": sorted({str(c["diagnosis"]) for c in cases if c.get("diagnosis")})}
     body = (f'<header><h1>pytest-mcpeval report</h1><p class="muted">plugin {text(report.get("plugin_version", ""))} '
             f'· {plural(len(cases), "case")} · {plural(len(names), "model")}</p><nav>{"".join(nav)}</nav></header>'
-            f"<main>{_gate(report)}{''.join(notes)}<p class=muted>{method}</p>{_comparison(report)}"
-            f"{_description_changes(report, baseline, changes)}{checks_section}{''.join(sections)}"
+            f"<main>{_gate(report)}{''.join(notes)}<p class=muted>{said}</p>{_comparison(report)}"
+            f"{_description_changes(report, changes)}{checks_section}{''.join(sections)}"
             f"{_catalogs(report)}"
             + _section("all-cases", f"All cases ({len(cases)})",
                        "<p class=muted>Each miss and error expands to what was expected and what the model did."

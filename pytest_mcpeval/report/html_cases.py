@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from pytest_mcpeval.report import case_notes
 from pytest_mcpeval.report.html_escape import LONG, TEXT, attr, compact, text
 from pytest_mcpeval.results import CaseResult, TrajectoryCall
-from pytest_mcpeval.scoring import stops
 
 __all__ = ["case_label", "cases_table", "flow_anchor", "flow_transcripts", "outcome"]
 
@@ -75,7 +75,7 @@ def _details_body(case: Mapping[str, Any]) -> str:
     out = []
     if case.get("error"):
         out.append(f"<pre>{text(case['error'], LONG)}</pre>")
-    out.extend(f'<div class="warn">{text(note, LONG)}</div>' for note in stops.notes(case))
+    out.extend(f'<div class="warn">{text(note, LONG)}</div>' for note in case_notes.notes(case))
     expected = case.get("expected") or []
     matches = case.get("matches") or []
     rows = []

@@ -1,4 +1,4 @@
-"""Escaping and formatting for the HTML report: one function per place a string can land.
+"""Escaping for the HTML report: one function per place a string can land (numbers: :mod:`.numbers`).
 
 Every string the plugin did not write itself (tool names and descriptions, case ids, file and model names,
 model output, tool results, claims, judge justifications, error text) reaches the page through one of these:
@@ -20,8 +20,10 @@ import json
 from typing import Any
 
 from pytest_mcpeval import bounds
-from pytest_mcpeval.gate.significance import format_p
 from pytest_mcpeval.report.escape import truncate
+from pytest_mcpeval.report.numbers import num, p_clause, pct
+
+__all__ = ["LONG", "NAME", "TEXT", "attr", "compact", "num", "p_value", "pct", "script_json", "sort_value", "text"]
 
 NAME = 200  # characters of a tool, model or case name shown
 LONG = 4000  # characters of a final answer, an error, a description
@@ -50,19 +52,7 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
-def pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1%}"
-
-
-def num(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def p_value(p: float) -> str:
-    shown = format_p(p)
-    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
+p_value = p_clause  # ``p = 0.0312`` (pct and num, the page's numbers, are report.numbers' too)
 
 
 def sort_value(value: float | None) -> str:

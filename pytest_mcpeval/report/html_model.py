@@ -1,7 +1,7 @@
 """The HTML report's part for one model: headline cards with intervals and the comparison's verdicts, the
 confusion heatmap, per-tool bars with the baseline marked, argument errors, the recall@k curve, pass@k and
-pass^k, and the flow transcripts (:mod:`.html_cases`).  Pure rendering; the few numbers the report does not
-hold come from :mod:`.html_data`.
+pass^k, and the flow transcripts (:mod:`.html_cases`).  Pure rendering of the report: the intervals are the
+model's ``intervals``, the comparison's rows its ``comparison`` section; :mod:`.html_data` only arranges them.
 """
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_mcpeval.report.html_cases import flow_transcripts
-from pytest_mcpeval.report.html_data import Estimate, argument_problems, headline, label_order, recall_curve
+from pytest_mcpeval.report.html_data import argument_problems, label_order, recall_curve
 from pytest_mcpeval.report.html_escape import attr, num, p_value, pct, sort_value, text
+from pytest_mcpeval.report.numbers import confidence, interval
+from pytest_mcpeval.report.numbers import metric_value as fmt
 from pytest_mcpeval.report.usage import cost_text, tokens_text
-from pytest_mcpeval.results import CaseResult, MetricChangeView, ModelMetrics
+from pytest_mcpeval.results import CaseResult, Interval, MetricChange, ModelMetrics
+from pytest_mcpeval.results.registry import METRICS, title
 from pytest_mcpeval.text import plural
 
+__all__ = ["LIST", "cards", "delta", "fmt", "model_section", "model_title"]
+
 LIST = 200  # items of a long list shown (flipped cases, keys only in one run)
-TITLES = {"accuracy": "accuracy", "macro_f1": "macro F1", "pass_rate": "passed", "flow_pass_rate": "flows passed",
-           "coverage": "claims coverage"}
-_PERCENT = {"accuracy", "pass_rate", "flow_pass_rate"}
-
-
-def fmt(metric: str, value: float | None) -> str:
-    return pct(value) if metric in _PERCENT else num(value)
 
 
 def verdict(change: Mapping[str, Any]) -> tuple[str, str]:
@@ -47,8 +45,8 @@ def delta(change: Mapping[str, Any] | None) -> str:
     css, words = verdict(change)
     if change.get("diff") is None:
         return f'<span class="{css}">{words}</span>'
-    ci = ("" if change.get("ci_low") is None or change.get("ci_high") is None
-          else f' <span class="ci">[{change["ci_low"]:+.3f}, {change["ci_high"]:+.3f}]</span>')
+    shown = interval(change.get("ci_low"), change.get("ci_high"))
+    ci = "" if shown is None else f' <span class="ci">{shown}</span>'
     adjusted = change.get("p_adjusted")  # --mcp-drop-correction=holm: the verdict reads this one
     holm = "" if adjusted is None else f" (Holm-adjusted {p_value(adjusted)})"
     return (f'<span class="{css}">{change["diff"]:+.3f}</span>{ci} '
@@ -57,18 +55,21 @@ def delta(change: Mapping[str, Any] | None) -> str:
             f'<span class="verdict {css}">{words}</span>')
 
 
-def cards(metrics: ModelMetrics, estimates: Mapping[str, Estimate],
-           changes: Mapping[tuple[str, str], MetricChangeView], model: str, level: float) -> str:
-    """The headline numbers with their intervals and, when compared, the change against the baseline."""
+def cards(metrics: ModelMetrics, estimates: Mapping[str, Interval],
+          changes: Mapping[tuple[str, str], MetricChange], model: str, level: float) -> str:
+    """The headline numbers with their intervals (the report's) and, when compared, the change against the
+    baseline."""
     out = []
     for key, est in estimates.items():
-        ci = ("" if est.low is None or est.high is None
-              else f'<div class="ci">{100 * (1 - level):g}% CI [{fmt(key, est.low)}, {fmt(key, est.high)}]</div>')
+        low, high = est["low"], est["high"]
+        ci = ("" if low is None or high is None
+              else f'<div class="ci">{confidence(level)} CI [{fmt(key, low)}, {fmt(key, high)}]</div>')
         change = changes.get((model, key))
         versus = f'<div class="ci">vs baseline {fmt(key, change["before"])}: {delta(change)}</div>' if change else ""
-        unit = "flows" if key in ("flow_pass_rate", "coverage") else "cases"
-        out.append(f'<div class="card"><div class="k">{TITLES[key]} <span class="ci">({est.n} {unit})</span>'
-                     f'</div><div class="v">{fmt(key, est.value)}</div>{ci}{versus}</div>')
+        entry = METRICS.get(key)
+        unit = "flows" if entry is not None and entry.family in ("flows", "claims") else "cases"
+        out.append(f'<div class="card"><div class="k">{title(key)} <span class="ci">({est["n"]} {unit})</span>'
+                   f'</div><div class="v">{fmt(key, est["value"])}</div>{ci}{versus}</div>')
     retrieval = metrics.get("retrieval")
     if retrieval:
         out.append(f'<div class="card"><div class="k">recall@5 · MRR</div><div class="v">'
@@ -134,7 +135,7 @@ def bar(value: float | None, marker: float | None = None, css: str = "") -> str:
     return f'<span class="bar{css}">{width}{mark}</span>'
 
 
-def _tools(model: str, metrics: ModelMetrics, changes: Mapping[tuple[str, str], MetricChangeView],
+def _tools(model: str, metrics: ModelMetrics, changes: Mapping[tuple[str, str], MetricChange],
            changed: set[str], baseline_f1: Mapping[str, float | None]) -> str:
     """Precision, recall and F1 bars per tool; the baseline's F1 marked on the F1 bar: the comparison's (paired
     cases) where it has one, else the baseline run's (which stores no precision or recall per tool)."""
@@ -274,12 +275,12 @@ def model_title(name: str, run_models: Mapping[str, Any]) -> str:
 
 
 def model_section(name: str, metrics: ModelMetrics, cases: Sequence[CaseResult], anchors: Mapping[int, str],
-                  changes: Mapping[tuple[str, str], MetricChangeView], changed: set[str],
-                  baseline_f1: Mapping[str, float | None], level: float, resamples: int, seed: int) -> str:
+                  changes: Mapping[tuple[str, str], MetricChange], changed: set[str],
+                  baseline_f1: Mapping[str, float | None], level: float) -> str:
     """Everything the page shows of one model (``anchors``: the transcript ids of the flows in ``cases``;
     ``baseline_f1``: the baseline's F1 per tool for this model, ``{}`` without a baseline)."""
     own = [c for c in cases if c.get("model") == name]
-    estimates = headline(own, level, resamples, seed)
+    estimates = metrics.get("intervals") or {}
     parts = [cards(metrics, estimates, changes, name, level), _usage(metrics), _flow_metrics(metrics)]
     if metrics["confusion"]["labels"]:
         parts.append("<h3>Confusion matrix (single calls)</h3><p class=muted>Rows: the expected tool; columns: the "

@@ -1,15 +1,18 @@
 """The report: a versioned, builtin-only dict built from the case results (docs/report.md).
 
-Reports are data first: the JSON file is this dict, the terminal summary is a rendering of it.
+Reports are data first: the JSON file is this dict, and every rendering (terminal, Markdown, HTML) is a pure
+function of it.  Everything they show is computed here, once, from the scoring code: each model's metrics and
+its headline intervals (:mod:`pytest_mcpeval.scoring.intervals`); the comparison with a baseline is added by
+:func:`pytest_mcpeval.gate.compare.comparison_section`.  Files are written by :mod:`pytest_mcpeval.storage`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, cast
 
-from pytest_mcpeval import __version__, bounds
+from pytest_mcpeval import __version__
+from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL
 from pytest_mcpeval.results import (
     REPORT_VERSION,
     CaseResult,
@@ -24,6 +27,7 @@ from pytest_mcpeval.results import (
 )
 from pytest_mcpeval.scoring.exposure import exposure_rows
 from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics
+from pytest_mcpeval.scoring.intervals import RESAMPLES, SEED, headline
 from pytest_mcpeval.scoring.metrics import model_metrics
 from pytest_mcpeval.scoring.repeats import judge_usage_metrics, repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
@@ -43,8 +47,10 @@ def build_report(
     model_order: list[str],
     gate: Gate | None = None,
     run: RunInfo | None = None,
+    level: float = DEFAULT_DROP_LEVEL,
 ) -> Report:
-    """The report of a run from its case results (users' hooks may have added keys to them)."""
+    """The report of a run from its case results (users' hooks may have added keys to them); ``level`` is the
+    significance of the headline intervals (``1 - level`` confidence: the comparison's, when there is one)."""
     cases = sorted(  # copied only to drop what rode on them (the session took it off already)
         (cast(CaseResult, {k: v for k, v in r.items() if k not in _TRANSPORT})
          if "catalog_info" in r or "model_info" in r else r for r in results),
@@ -71,6 +77,7 @@ def build_report(
             "repeats": repeat_metrics(own),
             "usage": usage_metrics(own),
             "judges": judge_usage_metrics(own),
+            "intervals": headline(own, level, RESAMPLES, SEED),
         }
         metrics["arguments"]["applicable"] = retrieval is None  # a retriever fills no arguments
         models[name] = metrics
@@ -82,6 +89,7 @@ def build_report(
         "catalogs": dict(sorted(catalogs.items())),
         "gate": gate or {"passed": True, "failures": [], "thresholds": []},
         "cases": cases,
+        "intervals": {"level": level, "resamples": RESAMPLES, "seed": SEED},
     }
 
 
@@ -98,41 +106,3 @@ def lint_section(lint: Iterable[LintResult], report: Report) -> dict[str, LintSe
         ]
         out[entry["file"]] = {"catalog": entry["catalog"], "problems": entry["problems"], "confusable": pairs}
     return out
-
-
-def write_json(report: Mapping[str, Any], path: Path) -> None:
-    """Atomically: a reader never sees half a file, and a failed write leaves the previous file as it was.
-
-    Text is written as UTF-8; a string that has no UTF-8 form (a lone surrogate from a model's reply, which
-    is legal JSON) makes the whole file fall back to ``\\u`` escapes, which read back to the same string.  The
-    JSON is strict: a float JSON cannot hold is written as a string (:func:`pytest_mcpeval.bounds.dumps`)."""
-    text = bounds.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        data = (bounds.dumps(report, indent=2, ensure_ascii=True, sort_keys=False) + "\n").encode("ascii")
-    _replace(path, data)
-
-
-def write_text(text: str, path: Path) -> None:
-    """Atomically, as :func:`write_json`; text that cannot be encoded (a lone surrogate) is escaped."""
-    _replace(path, text.encode("utf-8", errors="backslashreplace"))
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """``data`` to a temporary file next to ``path``, then renamed over it; the temporary file never stays."""
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would create it (mkstemp makes it 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

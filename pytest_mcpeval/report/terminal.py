@@ -6,24 +6,24 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pytest_mcpeval.report import case_notes
+from pytest_mcpeval.report.numbers import NA, metric_value, num, pct
 from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
 from pytest_mcpeval.report.usage import cost_text, tokens_text
-from pytest_mcpeval.results import CaseResult, CatalogInfo, Report
-from pytest_mcpeval.scoring import stops
-from pytest_mcpeval.scoring.registry import METRICS
+from pytest_mcpeval.results import CaseResult, CatalogInfo, ModelMetrics, Report
+from pytest_mcpeval.results.registry import HEADLINE, METRICS
 from pytest_mcpeval.text import plural
 
 MAX_MISSES = 20
-HEADLINE = (("accuracy", "accuracy"), ("macro_f1", "macro F1"), ("pass_rate", "passed"))  # registry names
 WORST_TOOLS = 5
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
+    return pct(value, missing=NA)
 
 
 def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    return num(value, missing=NA)
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -57,7 +57,7 @@ def flow_miss_lines(case: CaseResult) -> list[str]:
         lines.append(f"    forbidden tool called: {tool}")
     if case.get("final_answer") is not None:
         lines.append(f"  = answer: {_short(case['final_answer'], 200)}")
-    lines.extend(f"    {note}" for note in stops.notes(case))
+    lines.extend(f"    {note}" for note in case_notes.notes(case))
     for claim in case.get("claims") or []:
         if claim["score"] < 1:
             lines.append(f"    claim {claim['verdict']} ({claim['method']}): {claim['claim']}")
@@ -76,7 +76,7 @@ def miss_lines(case: CaseResult) -> list[str]:
     for c in case.get("called") or [{"tool": "(none)"}]:
         shown = _short(c["args"]) if c.get("args") is not None else (f"{c.get('raw', '')!r}" if "raw" in c else "")
         lines.append(f"  + called   {c['tool']} {shown}".rstrip())
-    lines.extend(f"    {note}" for note in stops.notes(case))
+    lines.extend(f"    {note}" for note in case_notes.notes(case))
     args = case.get("arguments")
     if args is None:
         return lines
@@ -107,6 +107,15 @@ def lint_lines(report: Report, top: int = 10) -> Iterator[str]:
 
 
 def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
+    """The run's summary: each catalog, each model, then the misses and the errors."""
+    yield from catalog_lines(report)
+    for name, m in report["models"].items():
+        yield from model_lines(name, m, verbose)
+    yield from case_lines(report, verbose)
+
+
+def catalog_lines(report: Report) -> Iterator[str]:
+    """Per server: its tools, their tokens per request and the heaviest of them."""
     by_server: dict[str, list[CatalogInfo]] = {}  # cases with `tools`/`distractors` show parts of a server's catalog
     for info in report.get("catalogs", {}).values():
         by_server.setdefault(info["server"], []).append(info)
@@ -123,78 +132,91 @@ def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
             parts += f"; started in {max(started):.2f} s"
         yield (f"catalog {server}: {len(info['tools'])} tools, {info['tokens']:,} tokens per request "
                f"(heaviest: {names}){parts}")
-    for name, m in report["models"].items():
-        flows, claims = m.get("flows"), m.get("claims")
-        family = f" ({m['scored'] - flows['cases']} single calls, {plural(flows['cases'], 'flow')})" if flows else ""
-        blocked = f" ({m.get('blocked')} blocked by the provider's safety filter)" if m.get("blocked") else ""
+
+
+def model_lines(name: str, m: ModelMetrics, verbose: int = 0) -> Iterator[str]:
+    """One model: its headline numbers (the registry's HEADLINE), flows, claims, usage and judges, then
+    what went wrong (:func:`_problem_lines`)."""
+    flows, claims = m.get("flows"), m.get("claims")
+    family = f" ({m['scored'] - flows['cases']} single calls, {plural(flows['cases'], 'flow')})" if flows else ""
+    blocked = f" ({m.get('blocked')} blocked by the provider's safety filter)" if m.get("blocked") else ""
+    yield (
+        f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')}{blocked} | "
+        + " | ".join(f"{METRICS[key].title} {metric_value(key, METRICS[key].read(m), NA)}" for key in HEADLINE)
+    )
+    if flows:
+        yield (f"  flows ({flows['cases']} cases): passed {_pct(flows['pass_rate'])}, order held "
+               f"{_pct(flows['order_match_rate'])}, exact tool set {_pct(flows['exact_set_rate'])} | "
+               f"multi-label micro F1 {_num(flows['micro_f1'])}, macro F1 {_num(flows['macro_f1'])}")
+    if claims:
+        yield (f"  claims ({plural(claims['cases'], 'case')}): mean coverage {_num(claims['mean_coverage'])}, "
+               f"passed {_pct(claims['pass_rate'])}")
+    usage = m.get("usage")
+    if usage and usage["calls"] > usage["cached"]:  # calls made by this run: what they cost
+        yield (f"  usage: {plural(usage['calls'] - usage['cached'], 'call')} made ({usage['cached']} replayed), "
+               f"{tokens_text(usage)}, {cost_text(usage)}")
+    for judge, used in (m.get("judges") or {}).items():
+        cost = "cost unknown" if used["cost_usd"] is None else f"${used['cost_usd']:.4f}"
+        yield (f"  judge {judge}: {plural(used['cases'], 'case')} ({used['cached']} replayed), "
+               f"{used['prompt_tokens']:,} + {used['completion_tokens']:,} tokens, {cost}")
+    yield from _problem_lines(m, verbose)
+
+
+def _problem_lines(m: ModelMetrics, verbose: int) -> Iterator[str]:
+    """Accuracy by tools shown, top failures, invented tools, arguments, retrieval, weak tools, confusions."""
+    shown = m.get("by_tools_shown") or []
+    if len(shown) > 1:
+        yield "  by tools shown: " + ", ".join(
+            f"{row['tools_shown']} tools {_pct(row['accuracy'])} of {row['cases']}" if row["cases"]
+            else f"{row['tools_shown']} tools: flows passed {_pct(row['flow_pass_rate'])} of {row['flows']}"
+            for row in shown)
+    top = sorted(m["diagnoses"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    if top:
+        yield "  top failures: " + ", ".join(f"{mode} {count}" for mode, count in top)
+    invented = sorted(m.get("hallucinated_tools", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    if invented:
+        yield ("  invented tools (not in the catalog; each a miss, left out of macro F1): "
+               + ", ".join(f"{tool} ({plural(count, 'case')})" for tool, count in invented))
+    a = m["arguments"]
+    if a.get("applicable", True):
         yield (
-            f"{name}: {m['scored']} scored{family}, {plural(m['errors'], 'error')}{blocked} | "
-            + " | ".join(f"{label} {METRICS[key].fmt(METRICS[key].read(m))}" for key, label in HEADLINE)
+            f"  arguments ({plural(a['evaluated'], 'call')}): hallucination {_pct(a['hallucination_rate'])}, "
+            f"all expected {_pct(a['all_expected_rate'])}, all required {_pct(a['all_required_rate'])}, "
+            f"exact {_pct(a['exact_match_rate'])}"
         )
-        if flows:
-            yield (f"  flows ({flows['cases']} cases): passed {_pct(flows['pass_rate'])}, order held "
-                   f"{_pct(flows['order_match_rate'])}, exact tool set {_pct(flows['exact_set_rate'])} | "
-                   f"multi-label micro F1 {_num(flows['micro_f1'])}, macro F1 {_num(flows['macro_f1'])}")
-        if claims:
-            yield (f"  claims ({plural(claims['cases'], 'case')}): mean coverage {_num(claims['mean_coverage'])}, "
-                   f"passed {_pct(claims['pass_rate'])}")
-        usage = m.get("usage")
-        if usage and usage["calls"] > usage["cached"]:  # calls made by this run: what they cost
-            yield (f"  usage: {plural(usage['calls'] - usage['cached'], 'call')} made ({usage['cached']} replayed), "
-                   f"{tokens_text(usage)}, {cost_text(usage)}")
-        for judge, used in (m.get("judges") or {}).items():
-            cost = "cost unknown" if used["cost_usd"] is None else f"${used['cost_usd']:.4f}"
-            yield (f"  judge {judge}: {plural(used['cases'], 'case')} ({used['cached']} replayed), "
-                   f"{used['prompt_tokens']:,} + {used['completion_tokens']:,} tokens, {cost}")
-        shown = m.get("by_tools_shown") or []
-        if len(shown) > 1:
-            yield "  by tools shown: " + ", ".join(
-                f"{row['tools_shown']} tools {_pct(row['accuracy'])} of {row['cases']}" if row["cases"]
-                else f"{row['tools_shown']} tools: flows passed {_pct(row['flow_pass_rate'])} of {row['flows']}"
-                for row in shown)
-        top = sorted(m["diagnoses"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-        if top:
-            yield "  top failures: " + ", ".join(f"{mode} {count}" for mode, count in top)
-        invented = sorted(m.get("hallucinated_tools", {}).items(), key=lambda kv: (-kv[1], kv[0]))
-        if invented:
-            yield ("  invented tools (not in the catalog; each a miss, left out of macro F1): "
-                   + ", ".join(f"{tool} ({plural(count, 'case')})" for tool, count in invented))
-        a = m["arguments"]
-        if a.get("applicable", True):
-            yield (
-                f"  arguments ({plural(a['evaluated'], 'call')}): hallucination {_pct(a['hallucination_rate'])}, "
-                f"all expected {_pct(a['all_expected_rate'])}, all required {_pct(a['all_required_rate'])}, "
-                f"exact {_pct(a['exact_match_rate'])}"
-            )
-        else:
-            yield "  arguments: not applicable (a retriever picks a tool and fills no arguments)"
-        r = m.get("retrieval")
-        if r is not None:
-            recall = r["recall_at"]
-            yield (
-                f"  retrieval ({r['cases']} cases): recall@1 {_pct(recall['1'])}, @3 {_pct(recall['3'])}, "
-                f"@5 {_pct(recall['5'])}, @10 {_pct(recall['10'])} | MRR {_num(r['mrr'])}"
-            )
-            hard = sorted(((t, v) for t, v in r["tools"].items() if v["outside_top_5"]),
-                          key=lambda tv: (-len(tv[1]["outside_top_5"]), tv[0]))
-            for tool, v in hard[: WORST_TOOLS if not verbose else None]:
-                above = ", ".join(list(v["outranked_by"])[:3])
-                yield (f"  hard to retrieve: {tool} outside the top {r['k']} in "
-                       f"{len(v['outside_top_5'])}/{v['cases']} cases (outranked by {above})")
-        for tool, tm in weak_tools(m["tools"])[: WORST_TOOLS if not verbose else None]:
-            yield (
-                f"  {tool:<28} P {_num(tm['precision'])}  R {_num(tm['recall'])}  F1 {_num(tm['f1'])}  "
-                f"support {tm['support']}"
-            )
-        stray = never_expected(m["tools"])
-        if stray:
-            listed = stray[: WORST_TOOLS if not verbose else None]
-            more = f", ... {len(stray) - len(listed)} more" if len(stray) > len(listed) else ""
-            calls = plural(sum(n for _, n in stray), "call")
-            yield (f"  called, never expected: {plural(len(stray), 'tool')}, {calls} ("
-                   + ", ".join(f"{tool} {n}x" for tool, n in listed) + f"{more})")
-        for pair in m["confused_pairs"][:5]:
-            yield f"  confused: expected {pair['expected']} -> called {pair['called']} ({pair['count']}x)"
+    else:
+        yield "  arguments: not applicable (a retriever picks a tool and fills no arguments)"
+    r = m.get("retrieval")
+    if r is not None:
+        recall = r["recall_at"]
+        yield (
+            f"  retrieval ({r['cases']} cases): recall@1 {_pct(recall['1'])}, @3 {_pct(recall['3'])}, "
+            f"@5 {_pct(recall['5'])}, @10 {_pct(recall['10'])} | MRR {_num(r['mrr'])}"
+        )
+        hard = sorted(((t, v) for t, v in r["tools"].items() if v["outside_top_5"]),
+                      key=lambda tv: (-len(tv[1]["outside_top_5"]), tv[0]))
+        for tool, v in hard[: WORST_TOOLS if not verbose else None]:
+            above = ", ".join(list(v["outranked_by"])[:3])
+            yield (f"  hard to retrieve: {tool} outside the top {r['k']} in "
+                   f"{len(v['outside_top_5'])}/{v['cases']} cases (outranked by {above})")
+    for tool, tm in weak_tools(m["tools"])[: WORST_TOOLS if not verbose else None]:
+        yield (
+            f"  {tool:<28} P {_num(tm['precision'])}  R {_num(tm['recall'])}  F1 {_num(tm['f1'])}  "
+            f"support {tm['support']}"
+        )
+    stray = never_expected(m["tools"])
+    if stray:
+        listed = stray[: WORST_TOOLS if not verbose else None]
+        more = f", ... {len(stray) - len(listed)} more" if len(stray) > len(listed) else ""
+        calls = plural(sum(n for _, n in stray), "call")
+        yield (f"  called, never expected: {plural(len(stray), 'tool')}, {calls} ("
+               + ", ".join(f"{tool} {n}x" for tool, n in listed) + f"{more})")
+    for pair in m["confused_pairs"][:5]:
+        yield f"  confused: expected {pair['expected']} -> called {pair['called']} ({pair['count']}x)"
+
+
+def case_lines(report: Report, verbose: int = 0) -> Iterator[str]:
+    """The misses (each as :func:`miss_lines`) and the errors, excluded from the metrics."""
     misses = [c for c in report["cases"] if c.get("passed") is False]
     if misses:
         yield f"misses ({len(misses)}):"

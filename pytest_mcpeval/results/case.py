@@ -10,6 +10,12 @@ from typing import (
 
 from typing_extensions import TypedDict
 
+NONE = "(none)"  # the label of "no tool": expected_label / called_label of a case that expects or calls none
+# diagnoses and provider finish reasons the renderings say more of (scoring.stops decides them)
+TRUNCATED = "truncated"
+MALFORMED_FUNCTION_CALL = "MALFORMED_FUNCTION_CALL"
+TRUNCATED_HINT = "raise max_tokens in mcp_model_params"
+
 JSON = Any  # a JSON value (expected argument values, tool arguments): any of dict, list, str, number, bool, null
 
 

@@ -158,6 +158,17 @@ class ExposureRow(TypedDict):
     flow_pass_rate: float | None
 
 
+class Interval(TypedDict):
+    """A headline number with its percentile bootstrap interval over cases (the repeats of a case resampled
+    together); ``low``/``high`` are ``None`` when the value is undefined.  Added in this version."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int  # rows (case x repeat) the value is over
+    clusters: int  # distinct cases among them (the unit resampled)
+
+
 class ModelMetrics(SelectionMetrics):
     by_tools_shown: list[ExposureRow]
     flows: FlowMetrics | None
@@ -167,3 +178,6 @@ class ModelMetrics(SelectionMetrics):
     retrieval: RetrievalMetrics | None
     repeats: RepeatMetrics
     usage: UsageMetrics
+    # added in this version: registry.INTERVALS that the model has cases for -> value and interval (the method
+    # in Report.intervals)
+    intervals: NotRequired[dict[str, Interval]]

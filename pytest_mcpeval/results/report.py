@@ -104,7 +104,15 @@ class SnapshotResult(TypedDict):
 # ------------------------------------------------------------------------------------------ comparison
 
 
-class MetricChangeView(TypedDict):
+class MetricChange(TypedDict):
+    """One metric of one model, before (baseline) and after (current), on the paired cases (gate.compare).
+
+    ``before``/``after``/``diff`` are ``None`` only for an ``f1[TOOL]`` that is undefined on one side (the tool
+    was neither expected nor called there); such a change is never significant.  ``discordant`` counts the
+    paired cases whose outcome for this metric differs between the runs; only they carry evidence.  ``n``
+    counts the paired cases the metric is over: single calls, flows, or flows with claims.
+    """
+
     model: str
     metric: str
     before: float | None
@@ -120,6 +128,14 @@ class MetricChangeView(TypedDict):
     level: float
     discordant: int
     p_adjusted: float | None  # with --mcp-drop-correction=holm: the Holm-adjusted p-value the verdict reads
+
+
+class ToolChange(TypedDict):
+    """A tool whose definition hash differs between the baseline's catalogs and this run's (added in this
+    version): its description before and after (equal when only its schema or annotations changed)."""
+
+    before: str
+    after: str
 
 
 class Flipped(TypedDict):
@@ -142,15 +158,30 @@ class ComparisonSection(TypedDict):
     margin: float
     level: float
     correction: NotRequired[str]  # "none" or "holm" (--mcp-drop-correction)
-    changes: list[MetricChangeView]
+    changes: list[MetricChange]
     drops: list[str]
     improvements: list[str]
     flipped: list[Flipped]
     only_in_baseline: list[str]
     only_in_current: list[str]
+    # added in this version, so that every rendering reads the comparison from the report alone:
+    paired: NotRequired[dict[str, int]]  # model -> its paired cases (single calls and flows)
+    excluded: NotRequired[list[str]]  # cases in both runs left out for an error on either side
+    kind_changed: NotRequired[list[str]]  # a flow in one run, a single call in the other: compared in neither
+    changed_tools: NotRequired[dict[str, ToolChange]]  # tool definitions changed since the baseline
+    baseline_tools: NotRequired[dict[str, dict[str, float | None]]]  # model -> the baseline's F1 per tool
 
 
 # -------------------------------------------------------------------------------------------- the report
+
+
+class IntervalMethod(TypedDict):
+    """How ModelMetrics.intervals were computed (added in this version): a seeded percentile bootstrap over
+    cases at confidence ``1 - level``."""
+
+    level: float
+    resamples: int
+    seed: int
 
 
 class SkippedCase(TypedDict):
@@ -175,6 +206,7 @@ class Report(TypedDict):
     snapshots: NotRequired[dict[str, SnapshotResult]]  # only with --mcp-snapshots: per file
     comparison: NotRequired[ComparisonSection]
     skipped: NotRequired[list[SkippedCase]]  # only when a selected case item was skipped
+    intervals: NotRequired[IntervalMethod]  # added in this version: the method of every model's intervals
 
 
 class BaselineModel(TypedDict):

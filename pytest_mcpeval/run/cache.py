@@ -34,8 +34,8 @@ Entries are UTF-8 JSON; an entry holding text that UTF-8 cannot encode (a lone s
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,11 +43,13 @@ from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr, ValidationError
 
-from pytest_mcpeval import bounds
 from pytest_mcpeval.defaults import RECORD_MODES
-from pytest_mcpeval.json_file import JsonFileError, first_problem, parse, read_regular
+from pytest_mcpeval.json_file import JsonFileError, first_problem
 from pytest_mcpeval.models.config import SECRET_PARAM, ModelSpec
+from pytest_mcpeval.storage import read_json
 from pytest_mcpeval.text import canonical_json, plural
+
+log = logging.getLogger(__name__)
 
 MODES = RECORD_MODES
 ENTRY_VERSION = 2  # of the request key (request_key)
@@ -198,7 +200,7 @@ def read_entry(path: Path) -> dict[str, Any]:
     what is there does not validate.  Parsed by :func:`json.loads`, which reads a lone surrogate (``"\\ud83d"``)
     back as written (pydantic's own JSON parser refuses it)."""
     try:
-        data = parse(read_regular(path, MAX_ENTRY_BYTES))
+        data = read_json(path, MAX_ENTRY_BYTES)
     except JsonFileError as exc:
         raise BadEntry(path, str(exc)) from None
     try:
@@ -263,8 +265,9 @@ class ResponseCache:
         found: dict[str, int] = {}
         for path in sorted((self.directory / TOKENS_DIR).glob("*.tokens")):
             try:  # a regular file only (a FIFO would wait for a writer), of counts that are whole and >= 0
-                data = _Tokens.model_validate(parse(read_regular(path, MAX_ENTRY_BYTES)))
-            except (OSError, JsonFileError, ValidationError):  # unusable: those tools are counted again
+                data = _Tokens.model_validate(read_json(path, MAX_ENTRY_BYTES))
+            except (OSError, JsonFileError, ValidationError) as exc:  # unusable: those tools are counted again
+                log.debug("token counts %s not used: %s", path, exc)
                 continue
             if data.v == TOKENS_VERSION and data.encoding == encoding:
                 found.update(data.tools)
@@ -277,25 +280,14 @@ class ResponseCache:
                         {"v": TOKENS_VERSION, "encoding": encoding, "tools": dict(counts)})
 
     def _write(self, path: Path, data: Mapping[str, Any]) -> bool:
-        """Write ``data`` atomically (a temporary file, then ``os.replace``); ``False`` when it could not be."""
+        """Write ``data`` atomically (:func:`pytest_mcpeval.storage.write_json`); ``False`` when it could not be."""
+        from pytest_mcpeval.storage import write_json
+
         try:
-            payload = _encode(data)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:8]}.", suffix=".tmp", dir=path.parent)
+            write_json(data, path, indent=1, sort_keys=True, private=True)
         except (OSError, ValueError, TypeError) as exc:
             self._note_unwritable(exc)
             return False
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(payload)
-            os.replace(tmp, path)
-        except OSError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            self._note_unwritable(exc)
-            return False
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         return True
 
     def _note_unwritable(self, exc: Exception) -> None:
@@ -325,11 +317,3 @@ def bad_entry_lines(corrupted: list[tuple[str, str]]) -> list[str]:
             lines.append(f"{plural(len(notes), 'cache entry', 'cache entries')} {one if len(notes) == 1 else several}:")
             lines += [f"  {note}" for note in notes]
     return lines
-
-
-def _encode(data: Mapping[str, Any]) -> bytes:
-    """The entry as UTF-8 JSON, or as ASCII JSON when some text has no UTF-8 form (a lone surrogate)."""
-    try:
-        return (bounds.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (bounds.dumps(data, indent=1, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")

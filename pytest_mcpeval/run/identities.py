@@ -48,7 +48,7 @@ def publish(session: pytest.Session, identities: dict[str, CaseIdentity]) -> Non
     path = workerinput.get(WORKERINPUT_KEY) if workerinput else None
     if not isinstance(path, str):
         return
-    from pytest_mcpeval.report.model import write_json
+    from pytest_mcpeval.storage import write_json
 
     with contextlib.suppress(OSError):  # else the controller falls back to the node ids (a worker elsewhere)
         write_json(identities, Path(path))

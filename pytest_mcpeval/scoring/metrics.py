@@ -128,6 +128,32 @@ def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[s
     return matrix
 
 
+def _tool_metrics(labels: list[str], tp: list[int], support: list[int], predicted: list[int],
+                  f1_all: list[float | None], counts: dict[str, _Counts]) -> dict[str, ToolMetrics]:
+    """Per label: precision, recall, F1, support, predicted and the argument rates of its right calls."""
+    return {label: {
+        "precision": _ratio(tp[i], predicted[i]),
+        "recall": _ratio(tp[i], support[i]),
+        "f1": f1_all[i],
+        "support": support[i],
+        "predicted": predicted[i],
+        "arguments": _argument_rates(counts[label]),
+    } for i, label in enumerate(labels)}
+
+
+def confused_pairs(labels: list[str], matrix: list[list[int]]) -> list[ConfusedPair]:
+    """Every off-diagonal cell of the confusion matrix that is not empty, most frequent first."""
+    n = len(labels)
+    pairs: list[ConfusedPair] = [
+        {"expected": labels[i], "called": labels[j], "count": matrix[i][j]}
+        for i in range(n)
+        for j in range(n)
+        if i != j and matrix[i][j] > 0
+    ]
+    pairs.sort(key=lambda p: (-p["count"], p["expected"], p["called"]))
+    return pairs
+
+
 def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     """The single-call metrics of one model; ``cases`` are result dicts of that model (errors included).
 
@@ -171,28 +197,13 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     support = [sum(row) for row in matrix]
     predicted = [sum(row[j] for row in matrix) for j in range(n)]
 
-    tools: dict[str, ToolMetrics] = {}
     counts = {label: _argument_counts(right_by_label.get(label, ())) for label in labels}  # one pass in all
     f1_all = [2.0 * tp[i] / (support[i] + predicted[i]) if support[i] + predicted[i] else None for i in range(n)]
-    for i, label in enumerate(labels):
-        tools[label] = {
-            "precision": _ratio(tp[i], predicted[i]),
-            "recall": _ratio(tp[i], support[i]),
-            "f1": f1_all[i],
-            "support": support[i],
-            "predicted": predicted[i],
-            "arguments": _argument_rates(counts[label]),
-        }
+    tools = _tool_metrics(labels, tp, support, predicted, f1_all, counts)
     total_support = sum(support)
     weighted = (sum((f1_all[i] or 0.0) * support[i] for i in range(n)) / total_support if total_support else None)
     macro = [f for f, label in zip(f1_all, labels, strict=True) if f is not None and label not in invented]
-    pairs: list[ConfusedPair] = [
-        {"expected": labels[i], "called": labels[j], "count": matrix[i][j]}
-        for i in range(n)
-        for j in range(n)
-        if i != j and matrix[i][j] > 0
-    ]
-    pairs.sort(key=lambda p: (-p["count"], p["expected"], p["called"]))
+    pairs = confused_pairs(labels, matrix)
     return {
         "cases": len(cases),
         "scored": every,

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_mcpeval.results import CaseResult, CaseRetrieval, RankInfo, RetrievalMetrics, RetrievalTool
+from pytest_mcpeval.results.registry import KS
 
-KS = (1, 3, 5, 10)
 REPORT_K = 5  # the cut-off of the per-tool fields (their names say 5: results.RetrievalTool)
 MAX_OUTRANKED = 5
 

@@ -16,17 +16,11 @@ A reply's finish reason (litellm's normalised one, and the provider's own where 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from pytest_mcpeval.results.case import MALFORMED_FUNCTION_CALL, TRUNCATED
 
-from pytest_mcpeval.text import canonical_json
-
-TRUNCATED = "truncated"
 TOOL_CALL_IN_TEXT = "tool_call_in_text"
-MALFORMED_FUNCTION_CALL = "MALFORMED_FUNCTION_CALL"
 # a miss these diagnose was decided by the model before any cut: the cut does not explain it
 _CHOSEN = frozenset({"wrong_tool", "tool_use_not_expected", "forbidden_tool"})
-TRUNCATED_HINT = "raise max_tokens in mcp_model_params"
 
 
 def blocked(finish_reason: str | None, provider_reason: str | None) -> str | None:
@@ -56,23 +50,3 @@ def refine(diagnosis: str | None, finish_reason: str | None, provider_reason: st
     if text_calls:
         return TOOL_CALL_IN_TEXT
     return diagnosis
-
-
-def notes(case: Mapping[str, Any]) -> list[str]:
-    """What the terminal, Markdown and HTML say of how a missed case's reply ended (empty for the others)."""
-    if case.get("passed") is not False:
-        return []
-    out: list[str] = []
-    finish, native = case.get("finish_reason"), case.get("provider_finish_reason")
-    reasons = ", ".join(str(r) for r in (finish, native) if r)
-    if case.get("diagnosis") == TRUNCATED:
-        out.append(f"the reply was cut off by the token limit (finish_reason {reasons}): {TRUNCATED_HINT}")
-    elif case.get("diagnosis") == "malformed_call" and native == MALFORMED_FUNCTION_CALL:
-        out.append(f"the provider could not parse the call the model wrote and dropped it ({native})")
-    written = case.get("text_calls") or []
-    if written:
-        shown = "; ".join(f"{c.get('tool')} {c.get('raw') if c.get('args') is None else canonical_json(c['args'])}"
-                          for c in written)
-        out.append(f"a tool call written as text, not as a call: {shown} (the model server parses no tool calls "
-                   "for this model: fix its tool parser or chat template, not the descriptions)")
-    return out

@@ -22,7 +22,7 @@ import pytest
 from conftest import make_project, run
 from markdown_it import MarkdownIt
 
-from pytest_mcpeval.gate.compare import compare
+from pytest_mcpeval.gate.compare import compare, comparison_section
 from pytest_mcpeval.report.escape import MAX_BLOCK, MAX_INLINE, code, fenced, html_text, marker, text, truncate
 from pytest_mcpeval.report.markdown import comparison_markdown, summary
 from pytest_mcpeval.results import Report
@@ -200,7 +200,8 @@ def comparison_page(s: str) -> str:
     comparison = compare(baseline, current, resamples=200)
     assert comparison.failures() and len(comparison.flipped) == 8
     assert comparison.only_in_baseline and comparison.only_in_current and comparison.excluded
-    return comparison_markdown(comparison, baseline, current)
+    section = comparison_section(comparison, baseline, current, "baseline.json", comparison.correction)
+    return comparison_markdown({**current, "comparison": section})  # type: ignore[typeddict-item]
 
 
 @pytest.mark.parametrize("name", HOSTILE)

@@ -1,12 +1,15 @@
-"""The one registry of metrics: every name a threshold, a comparison or a summary may use.
+"""The one registry of metrics: every name a threshold, a comparison or a rendering may use.
 
 Each :class:`Metric` says which family it belongs to, whether higher is better, whether it is per tool,
-where its value lives in a model's metrics (``results.ModelMetrics``) and how it is shown.  The
-values themselves are computed in one place each: selection and arguments in :mod:`.metrics`,
-retrieval in :mod:`.retrieval`, repeats in :mod:`.repeats`, multi-step flows and claims in :mod:`.flows`.
-Thresholds (``gate``), the baseline comparison (``compare``), option parsing (``settings``) and the
-terminal summary look names up here.
-Pure: no pytest, no I/O.
+where its value lives in a model's metrics (``results.ModelMetrics``), how it is shown (its ``label`` and
+whether it is a percentage) and, for the metrics the baseline comparison tests, which paired test it takes
+(:class:`Paired`).  The values themselves are computed in one place each (``scoring``): selection and
+arguments in ``scoring.metrics``, retrieval in ``scoring.retrieval``, repeats in ``scoring.repeats``,
+multi-step flows and claims in ``scoring.flows``.  Thresholds (``gate.thresholds``), the baseline comparison
+(``gate.compare``), option parsing (``settings``) and every rendering (``report``) look names up here.
+
+It lives beside the data model, at the ground floor, because the renderings read it and may import nothing
+of ``scoring`` or ``gate``.  Pure: no pytest, no I/O; imports nothing of the plugin's.
 """
 
 from __future__ import annotations
@@ -15,9 +18,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_mcpeval.scoring.retrieval import KS
+KS = (1, 3, 5, 10)  # the k of recall@k (scoring.retrieval computes them; --mcp-min-recall-at accepts them)
 
 Family = Literal["selection", "arguments", "retrieval", "flows", "claims"]
+
+
+@dataclass(frozen=True)
+class Paired:
+    """How the baseline comparison tests a metric that is the mean of one field over paired cases.
+
+    ``cases`` is the family of paired cases it is over (single calls or flows), ``value`` the case field whose
+    mean it is (``correct``, ``passed``, ``coverage``; a flow pair counts only when both sides have it),
+    ``test`` the exact paired test (``mcnemar`` for 0/1 outcomes, ``sign_flip`` for a continuous value) and
+    ``unit`` what the sentence says ``n`` counts."""
+
+    cases: Literal["single", "flows"]
+    value: str
+    test: Literal["mcnemar", "sign_flip"]
+    unit: str = "paired cases"
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,12 @@ class Metric:
     higher_is_better: bool = True
     percent: bool = True  # shown as a percentage (else as a number with three decimals)
     tools_at: tuple[str, ...] = ("tools",)  # where the per-tool mapping lives in ModelMetrics
+    label: str = ""  # how the renderings name it ("" = its name)
+    paired: Paired | None = None  # how the baseline comparison tests it as a mean (None: not such a metric)
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name
 
     @property
     def per_tool_only(self) -> bool:
@@ -80,18 +104,15 @@ class Metric:
             return "no case with claims was scored"
         return "no case was scored"
 
-    def fmt(self, value: float | None) -> str:
-        if value is None:
-            return "n/a"
-        return f"{value:.1%}" if self.percent else f"{value:.3f}"
 
 
 def _argument(name: str, key: str, description: str, higher_is_better: bool = True) -> Metric:
     return Metric(name, "arguments", description, ("arguments", key), ("arguments", key), higher_is_better)
 
 
-def _flow(name: str, key: str, description: str, percent: bool = True) -> Metric:
-    return Metric(name, "flows", description, ("flows", key), percent=percent)
+def _flow(name: str, key: str, description: str, percent: bool = True, label: str = "",
+          paired: Paired | None = None) -> Metric:
+    return Metric(name, "flows", description, ("flows", key), percent=percent, label=label, paired=paired)
 
 
 def _flow_tool(name: str, key: str, description: str) -> Metric:
@@ -100,11 +121,11 @@ def _flow_tool(name: str, key: str, description: str) -> Metric:
 
 _ALL = (
     Metric("accuracy", "selection", "share of scored single-call cases whose first call is the first expected tool",
-           ("accuracy",)),
+           ("accuracy",), paired=Paired("single", "correct", "mcnemar")),
     Metric("pass_rate", "selection", "share of scored single-call cases that pass (right tools, right arguments)",
-           ("pass_rate",)),
+           ("pass_rate",), label="passed", paired=Paired("single", "passed", "mcnemar")),
     Metric("macro_f1", "selection", "mean per-label F1 over the real labels (tools of the catalog, and no tool)",
-           ("macro_f1",), percent=False),
+           ("macro_f1",), percent=False, label="macro F1"),
     Metric("weighted_f1", "selection", "support-weighted per-label F1", ("weighted_f1",), percent=False),
     Metric("precision", "selection", "of the cases that called the tool, the share that expected it",
            tool_path=("precision",), percent=False),
@@ -121,7 +142,7 @@ _ALL = (
     Metric("mrr", "retrieval", "mean reciprocal rank of the best-ranked expected tool", ("retrieval", "mrr"),
            percent=False),
     _flow("flow_pass_rate", "pass_rate", "share of scored flow cases that pass (order mode, forbid, turn limit, "
-          "claims coverage)"),
+          "claims coverage)", label="flows passed", paired=Paired("flows", "passed", "mcnemar", "paired flows")),
     _flow("flow_order_match_rate", "order_match_rate", "share of scored flow cases whose order mode held"),
     _flow("flow_exact_set_rate", "exact_set_rate", "share of scored flow cases whose set of called tools equals "
           "the set of expected tools"),
@@ -132,7 +153,8 @@ _ALL = (
     _flow_tool("flow_recall", "recall", "of the flow cases that expected the tool, the share that called it"),
     _flow_tool("flow_f1", "f1", "harmonic mean of the tool's flow precision and recall"),
     Metric("coverage", "claims", "mean claims coverage of the final answers (cases with claims)",
-           ("claims", "mean_coverage")),
+           ("claims", "mean_coverage"), percent=False, label="claims coverage",
+           paired=Paired("flows", "coverage", "sign_flip", "paired flows with claims")),
     Metric("claims_pass_rate", "claims", "share of the cases with claims that pass (calls and coverage)",
            ("claims", "pass_rate")),
 )
@@ -142,13 +164,29 @@ NAMES: tuple[str, ...] = tuple(METRICS)
 TOOL_METRICS: tuple[str, ...] = tuple(m.name for m in _ALL if m.tool_path is not None)
 
 # --mcp-drop-metrics: what the baseline comparison tests (gate.compare); `tool_f1` stands for f1[TOOL] of every
-# label.  The first four are single-call (flows left out), `flow_pass_rate` is over the paired flow cases and
-# `coverage` over the paired flow cases with claims.  The default holds the flow family too: a comparison tests
+# label.  `macro_f1` and `tool_f1` are tested by the swap test over the labels; every other name is a metric with
+# `paired` set (accuracy and pass_rate over the single calls, flow_pass_rate over the paired flow cases and
+# coverage over the paired flow cases with claims).  The default holds the flow family too: a comparison tests
 # only the metrics of the families its paired cases have, so they cost a single-call benchmark nothing, and a
 # benchmark of flows compared with the defaults is then not left ungated.
 DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "pass_rate", "tool_f1", "flow_pass_rate", "coverage")
 DEFAULT_DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1", "flow_pass_rate", "coverage")
 
 
+HEADLINE: tuple[str, ...] = ("accuracy", "macro_f1", "pass_rate")  # the summary line of a model, in this order
+INTERVALS: tuple[str, ...] = ("accuracy", "pass_rate", "macro_f1", "flow_pass_rate", "coverage")  # with a CI
+
+
 def get(name: str) -> Metric:
     return METRICS[name]
+
+
+def title(name: str) -> str:
+    """The label of a metric or of a comparison row (``f1[TOOL]`` and unknown names as they are)."""
+    metric = METRICS.get(name)
+    return metric.title if metric is not None else name
+
+
+def is_percent(name: str) -> bool:
+    metric = METRICS.get(name)
+    return metric is not None and metric.percent
