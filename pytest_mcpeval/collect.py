@@ -25,11 +25,10 @@ from pytest_mcpeval.benchmark.loader import (
     unknown_tools,
     unknown_when_arguments,
 )
-from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
-from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, missing_tools
+from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, missing_tools, needs_judge
 from pytest_mcpeval.run.item import CaseMissed, run_case
 
 RETRIEVER_FLOW_REASON = (
@@ -82,17 +81,20 @@ class BenchmarkFileNode(pytest.File):
         models: list[ModelSpec | None] = list(settings.model_specs(bench.spec.models)) or [None]
         items: list[pytest.Item] = []
         # every case item of the file runs run_case under this node: its fixtures are resolved once and shared, as
-        # pytest shares them among the items of a parametrized test (per item, 0.1 ms: a tenth of a replay's time)
+        # pytest shares them among the items of a parametrized test (per item, 0.1 ms: a tenth of a replay's time).
+        # `fixtureinfo=` is a documented parameter of pytest.Function, but the resolved value can only be read
+        # back from the private `Function._fixtureinfo` (pytest has no public accessor for it, nor a public way to
+        # resolve fixtures once for many items outside its own parametrization): read with getattr, so a pytest
+        # that renames it only costs the 0.1 ms per item (None: pytest resolves the item's fixtures itself)
         fixtureinfo: Any = None
         for case in bench.spec.cases:
+            register_tags(self.config, (*bench.spec.tags, *case.tags))
             for model in models:
                 name = f"{case.id}[{model.name}]" if model else case.id
                 item = CaseItem.from_parent(self, name=name, callobj=run_case, fixtureinfo=fixtureinfo)
-                fixtureinfo = item._fixtureinfo
+                fixtureinfo = getattr(item, "_fixtureinfo", None)
                 item.stash[CASE_KEY] = CaseRef(bench, case, model)
                 for tag in (*bench.spec.tags, *case.tags):
-                    if not any(line.split(":")[0].strip() == tag for line in self.config.getini("markers")):
-                        self.config.addinivalue_line("markers", f"{tag}: benchmark tag (pytest-mcpeval)")
                     item.add_marker(tag)
                 if case.skip:
                     reason = case.skip if isinstance(case.skip, str) else "skip: true in the benchmark file"
@@ -140,11 +142,6 @@ class BenchmarkFileNode(pytest.File):
             raise self.CollectError(str(BenchmarkError.of(self._shown_path, problems)))
 
 
-def needs_judge(case: Case) -> bool:
-    """A claim without a ``check`` is decided by the judge model."""
-    return any(claim.check is None for claim in case.claims)
-
-
 def check_judge(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
     """After selection: selected flows (that will run: a model, not skipped) with claims for the judge and no
     ``--mcp-judge-model`` are a usage error.  Call it where the items are (not on an xdist worker: the
@@ -162,6 +159,21 @@ def check_judge(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
 
 
 _JUDGE_CHECKED = pytest.StashKey[bool]()
+_MARKERS_KEY = pytest.StashKey[set[str]]()  # the markers registered in the ini file and by register_tags
+
+
+def register_tags(config: pytest.Config, tags: Iterable[str]) -> None:
+    """Each benchmark tag becomes a registered marker (so ``--strict-markers`` accepts it and ``-m`` selects
+    by it), once per distinct tag: the ini file's markers are read at the first call, and a tag is added only
+    the first time any file of the session names it.  (They cannot be registered in ``pytest_configure``:
+    the tags are known only as the files are read.)"""
+    known = config.stash.get(_MARKERS_KEY, None)
+    if known is None:
+        known = config.stash[_MARKERS_KEY] = {line.split(":")[0].strip() for line in config.getini("markers")}
+    for tag in tags:
+        if tag not in known:
+            known.add(tag)
+            config.addinivalue_line("markers", f"{tag}: benchmark tag (pytest-mcpeval)")
 
 
 def check_judge_ids(config: pytest.Config, identities: Sequence[CaseIdentity]) -> None:

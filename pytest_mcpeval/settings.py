@@ -197,104 +197,167 @@ class Settings:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
+        """Every option and ini key, checked: a bad value is one :class:`pytest.UsageError`."""
         opt = config.option
-        models: list[str] = []
-        for chunk in opt.mcp_models or []:
-            models += [m for m in chunk if m not in models]
-        if not models:
-            models = split_names(config.getini("mcp_models"))
-        try:
-            registry = ModelRegistry.from_ini(config.getini("mcp_model_aliases"), config.getini("mcp_model_params"))
-        except ModelConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        thresholds: list[Threshold] = []
-        try:
-            if opt.mcp_min_accuracy is not None:
-                thresholds.append(parse_threshold(f"accuracy >= {opt.mcp_min_accuracy}", "--mcp-min-accuracy"))
-            for k, x in opt.mcp_min_recall_at or []:
-                thresholds.append(parse_threshold(f"recall_at_{k} >= {x}", "--mcp-min-recall-at"))
-            if opt.mcp_min_f1 is not None:
-                thresholds.append(parse_threshold(f"macro_f1 >= {opt.mcp_min_f1}", "--mcp-min-f1"))
-            if opt.mcp_min_coverage is not None:
-                thresholds.append(parse_threshold(f"coverage >= {opt.mcp_min_coverage}", "--mcp-min-coverage"))
-            if opt.mcp_min_pass_rate is not None:
-                thresholds.append(parse_threshold(f"flow_pass_rate >= {opt.mcp_min_pass_rate}", "--mcp-min-pass-rate"))
-            for line in config.getini("mcp_thresholds"):
-                if line.strip() and not line.strip().startswith("#"):
-                    thresholds.append(parse_threshold(line, "ini mcp_thresholds"))
-        except ThresholdError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        if opt.mcp_snapshots and not config.pluginmanager.has_plugin("syrupy"):
-            raise pytest.UsageError("--mcp-snapshots needs the syrupy plugin, which this run disabled (-p no:syrupy)")
-        here = Path(config.invocation_params.dir)
-
-        def path(value: str | None) -> Path | None:
-            return None if not value else (Path(value) if Path(value).is_absolute() else here / value)
-
-        report = path(opt.mcp_report)
-        html_ini = config.getini("mcp_html").strip()
-        html = path(opt.mcp_html) or (None if not html_ini else Path(config.rootpath) / html_ini)
-        for option, value in (("--mcp-report", report), ("--mcp-markdown", path(opt.mcp_markdown)),
-                              ("--mcp-save-baseline", path(opt.mcp_save_baseline)),
-                              ("--mcp-html" if opt.mcp_html else "ini mcp_html", html)):
-            problem = unwritable(value)
-            if problem:  # found now, not after the run has paid for its calls
-                raise pytest.UsageError(f"{option}={value}: {problem}")
-        baseline = None
-        if opt.mcp_compare:
-            from pytest_mcpeval.gate.baseline import BaselineError, load_baseline
-
-            try:
-                baseline = load_baseline(path(opt.mcp_compare) or "")
-            except BaselineError as exc:
-                raise pytest.UsageError(f"--mcp-compare: {exc}") from None
-        elif opt.mcp_fail_on_drop is not None:
-            raise pytest.UsageError("--mcp-fail-on-drop needs --mcp-compare=BASELINE")
-        per_model: dict[str, int] = {}
-        for line in config.getini("mcp_concurrency"):
-            name, sep, value = line.partition("=")
-            if line.strip().startswith("#") or not line.strip():
-                continue
-            if not sep or not value.strip().isdigit() or int(value) < 1:
-                raise pytest.UsageError(f"ini key mcp_concurrency: expected `MODEL = N` with N >= 1, got {line!r}")
-            per_model[name.strip()] = int(value)
-        record = opt.mcp_record or config.getini("mcp_record") or "new"
-        try:
-            record = record_mode(record)
-        except argparse.ArgumentTypeError as exc:
-            raise pytest.UsageError(f"ini key mcp_record: {exc}") from None
-        judge = opt.mcp_judge_model or config.getini("mcp_judge_model").strip() or None
-        if judge is not None and registry.resolve(judge).target.startswith("local/"):
-            raise pytest.UsageError(f"--mcp-judge-model={judge}: a local/... model is a tool retriever and cannot "
-                                    "judge claims; name a chat model (a litellm model string or an alias)")
-        prompt_cache = getattr(opt, "mcp_prompt_cache", None) or config.getini("mcp_prompt_cache").strip() or "auto"
-        try:
-            prompt_cache = prompt_cache_mode(prompt_cache)
-        except argparse.ArgumentTypeError as exc:
-            raise pytest.UsageError(f"ini key mcp_prompt_cache: {exc}") from None
+        models = _models(config)  # checked in this order: with several mistakes, the first one is said
+        registry = _registry(config)
+        thresholds = _thresholds(config)
+        snapshots = _snapshots(config)
+        paths = _Paths(config)
+        baseline = _baseline(config, paths)
+        per_model = _per_model_concurrency(config)
+        record = _record(config)
+        judge = _judge_model(config, registry)
+        prompt_cache = _prompt_cache(config)
         registry.prompt_cache = prompt_cache != "off"
-        cache_dir = Path(opt.mcp_cache_dir or config.getini("mcp_cache_dir") or ".mcpeval/cache")
-        if not cache_dir.is_absolute():
-            base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
-            cache_dir = Path(base) / cache_dir
-        return cls(models, registry, thresholds, bool(opt.mcp_strict), report,
-                   concurrency=opt.mcp_concurrency, per_model_concurrency=per_model, timeout=opt.mcp_timeout,
-                   connect_timeout=opt.mcp_connect_timeout,
-                   retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record, cache_dir=cache_dir,
-                   max_catalog_tokens=opt.mcp_max_catalog_tokens, lint=bool(opt.mcp_lint),
-                   snapshots=bool(opt.mcp_snapshots), save_baseline=path(opt.mcp_save_baseline),
+        return cls(models, registry, thresholds, bool(opt.mcp_strict), paths.report,
+                   concurrency=opt.mcp_concurrency, per_model_concurrency=per_model,
+                   timeout=opt.mcp_timeout, connect_timeout=opt.mcp_connect_timeout,
+                   retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record,
+                   cache_dir=_cache_dir(config), max_catalog_tokens=opt.mcp_max_catalog_tokens,
+                   lint=bool(opt.mcp_lint), snapshots=snapshots, save_baseline=paths.save_baseline,
                    snapshot_update=bool(getattr(opt, "update_snapshots", False)),
                    no_preflight=bool(opt.mcp_no_preflight),
-                   compare_path=path(opt.mcp_compare), baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
+                   compare_path=paths.compare, baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
                    drop_correction=opt.mcp_drop_correction,
-                   markdown_path=path(opt.mcp_markdown), html_path=html, list_tools=bool(opt.mcp_tools),
+                   markdown_path=paths.markdown, html_path=paths.html, list_tools=bool(opt.mcp_tools),
                    judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
                                      else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=use_redactor(Redactor.for_run(registry.params.values())),
                    processes=getattr(opt, "mcp_processes", None), max_cost=getattr(opt, "mcp_max_cost", None),
                    prompt_cache=prompt_cache)
+
+
+def _models(config: pytest.Config) -> list[str]:
+    """``--mcp-models`` (each name once, in order), else the ini key ``mcp_models``."""
+    models: list[str] = []
+    for chunk in config.option.mcp_models or []:
+        models += [m for m in chunk if m not in models]
+    return models or split_names(config.getini("mcp_models"))
+
+
+def _registry(config: pytest.Config) -> ModelRegistry:
+    try:
+        return ModelRegistry.from_ini(config.getini("mcp_model_aliases"), config.getini("mcp_model_params"))
+    except ModelConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _thresholds(config: pytest.Config) -> list[Threshold]:
+    """The ``--mcp-min-*`` options, then the ini key ``mcp_thresholds``, as threshold objects."""
+    opt = config.option
+    thresholds: list[Threshold] = []
+    try:
+        if opt.mcp_min_accuracy is not None:
+            thresholds.append(parse_threshold(f"accuracy >= {opt.mcp_min_accuracy}", "--mcp-min-accuracy"))
+        for k, x in opt.mcp_min_recall_at or []:
+            thresholds.append(parse_threshold(f"recall_at_{k} >= {x}", "--mcp-min-recall-at"))
+        if opt.mcp_min_f1 is not None:
+            thresholds.append(parse_threshold(f"macro_f1 >= {opt.mcp_min_f1}", "--mcp-min-f1"))
+        if opt.mcp_min_coverage is not None:
+            thresholds.append(parse_threshold(f"coverage >= {opt.mcp_min_coverage}", "--mcp-min-coverage"))
+        if opt.mcp_min_pass_rate is not None:
+            thresholds.append(parse_threshold(f"flow_pass_rate >= {opt.mcp_min_pass_rate}", "--mcp-min-pass-rate"))
+        for line in config.getini("mcp_thresholds"):
+            if line.strip() and not line.strip().startswith("#"):
+                thresholds.append(parse_threshold(line, "ini mcp_thresholds"))
+    except ThresholdError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return thresholds
+
+
+def _snapshots(config: pytest.Config) -> bool:
+    if config.option.mcp_snapshots and not config.pluginmanager.has_plugin("syrupy"):
+        raise pytest.UsageError("--mcp-snapshots needs the syrupy plugin, which this run disabled (-p no:syrupy)")
+    return bool(config.option.mcp_snapshots)
+
+
+class _Paths:
+    """The files the run writes (relative to where pytest was started; ini mcp_html to the rootdir), each checked
+    to be writable now, not after the run has paid for its calls; and the baseline compared against."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        opt = config.option
+        self.here = Path(config.invocation_params.dir)
+        self.report = self.path(opt.mcp_report)
+        self.markdown = self.path(opt.mcp_markdown)
+        self.save_baseline = self.path(opt.mcp_save_baseline)
+        self.compare = self.path(opt.mcp_compare)
+        html_ini = config.getini("mcp_html").strip()
+        self.html = self.path(opt.mcp_html) or (None if not html_ini else Path(config.rootpath) / html_ini)
+        for option, value in (("--mcp-report", self.report), ("--mcp-markdown", self.markdown),
+                              ("--mcp-save-baseline", self.save_baseline),
+                              ("--mcp-html" if opt.mcp_html else "ini mcp_html", self.html)):
+            problem = unwritable(value)
+            if problem:
+                raise pytest.UsageError(f"{option}={value}: {problem}")
+
+    def path(self, value: str | None) -> Path | None:
+        return None if not value else (Path(value) if Path(value).is_absolute() else self.here / value)
+
+
+def _baseline(config: pytest.Config, paths: _Paths) -> Baseline | None:
+    """The baseline of ``--mcp-compare``, read now (a bad file is a usage error before any call)."""
+    opt = config.option
+    if opt.mcp_compare:
+        from pytest_mcpeval.gate.baseline import BaselineError, load_baseline
+
+        try:
+            return load_baseline(paths.compare or "")
+        except BaselineError as exc:
+            raise pytest.UsageError(f"--mcp-compare: {exc}") from None
+    if opt.mcp_fail_on_drop is not None:
+        raise pytest.UsageError("--mcp-fail-on-drop needs --mcp-compare=BASELINE")
+    return None
+
+
+def _per_model_concurrency(config: pytest.Config) -> dict[str, int]:
+    per_model: dict[str, int] = {}
+    for line in config.getini("mcp_concurrency"):
+        name, sep, value = line.partition("=")
+        if line.strip().startswith("#") or not line.strip():
+            continue
+        if not sep or not value.strip().isdigit() or int(value) < 1:
+            raise pytest.UsageError(f"ini key mcp_concurrency: expected `MODEL = N` with N >= 1, got {line!r}")
+        per_model[name.strip()] = int(value)
+    return per_model
+
+
+def _record(config: pytest.Config) -> str:
+    record = config.option.mcp_record or config.getini("mcp_record") or "new"
+    try:
+        return record_mode(record)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini key mcp_record: {exc}") from None
+
+
+def _judge_model(config: pytest.Config, registry: ModelRegistry) -> str | None:
+    judge = config.option.mcp_judge_model or config.getini("mcp_judge_model").strip() or None
+    if judge is not None and registry.resolve(judge).target.startswith("local/"):
+        raise pytest.UsageError(f"--mcp-judge-model={judge}: a local/... model is a tool retriever and cannot "
+                                "judge claims; name a chat model (a litellm model string or an alias)")
+    return judge
+
+
+def _prompt_cache(config: pytest.Config) -> str:
+    chosen = getattr(config.option, "mcp_prompt_cache", None) or config.getini("mcp_prompt_cache").strip() or "auto"
+    try:
+        return prompt_cache_mode(chosen)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini key mcp_prompt_cache: {exc}") from None
+
+
+def _cache_dir(config: pytest.Config) -> Path:
+    """``--mcp-cache-dir`` relative to where pytest was started, ini ``mcp_cache_dir`` (and the default) to the
+    rootdir."""
+    opt = config.option
+    cache_dir = Path(opt.mcp_cache_dir or config.getini("mcp_cache_dir") or ".mcpeval/cache")
+    if not cache_dir.is_absolute():
+        base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
+        cache_dir = Path(base) / cache_dir
+    return cache_dir
 
 
 def unwritable(path: Path | None) -> str | None:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from conftest import run
 
-from pytest_mcpeval.run.dispatch import benchmark_slices, slice_scheduler
+from pytest_mcpeval.run.prefetch import benchmark_slices
+from pytest_mcpeval.run.scheduler import slice_scheduler
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GET_ME = {"tool_calls": [{"name": "get_me", "arguments": {}}]}

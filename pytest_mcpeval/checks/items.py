@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.results import SnapshotOutcome
     from pytest_mcpeval.run.case import CaseRef
-    from pytest_mcpeval.run.runtime import Runtime
+    from pytest_mcpeval.run.engine import Engine
 
 
 class CheckFailed(Exception):
@@ -41,7 +41,7 @@ class CheckItem(pytest.Function):
         return super().repr_failure(excinfo)
 
 
-def _catalog(request: pytest.FixtureRequest, runtime: Runtime, override: object) -> Catalog:
+def _catalog(request: pytest.FixtureRequest, runtime: Engine, override: object) -> Catalog:
     from pytest_mcpeval.servers import ServerError
 
     try:
@@ -50,7 +50,7 @@ def _catalog(request: pytest.FixtureRequest, runtime: Runtime, override: object)
         raise CaseError(str(exc)) from None
 
 
-def lint(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
+def lint(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
     from pytest_mcpeval.catalog_report import catalog_info
     from pytest_mcpeval.checks.confusable import confusable_pairs
@@ -105,7 +105,7 @@ def normalised_catalog(catalog: Catalog) -> list[dict[str, Any]]:
 SNAPSHOT_DIFF_LINES = 400  # lines of a changed catalog's diff the report keeps
 
 
-def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object,
+def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object,
                  snapshot: Any) -> None:
     """The server's tool catalog must equal its snapshot (syrupy; accept changes with --snapshot-update).
 

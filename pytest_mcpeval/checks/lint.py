@@ -158,7 +158,8 @@ def _schema_error(validator: Any, name: str, value: Any) -> Found | None:
         error = jsonschema.exceptions.best_match(errors)
     except Unresolvable as exc:
         raise _Unchecked(_unresolvable(exc)) from exc
-    except Exception as exc:  # anything else jsonschema trips on in the server's schema (deep recursion, ...)
+    except Exception as exc:  # anything else jsonschema trips on in the server's schema (deep recursion, ...): not
+        # swallowed, the finding `unchecked` names it (a server's schema must not end the lint item with a traceback)
         raise _Unchecked(_one_line(f"{type(exc).__name__}: {exc}")) from exc
     if error is None:
         return None
@@ -209,89 +210,89 @@ def check_expectations(bench: Benchmark, catalog: Catalog, shown_path: str) -> l
     A value that cannot be checked is an ``unchecked`` finding: on the call's ``args`` when the tool's schema
     is invalid (checked once per tool), on the argument when applying the schema to it failed.
     """
-    problems: list[LintProblem] = []
-    validators: dict[str, Any] = {}  # tool name -> its validator, or the _Unchecked that says why there is none
-
-    def validator_of(tool: str, schema: Mapping[str, Any]) -> Any:
-        if tool not in validators:
-            try:
-                validators[tool] = _tool_validator(schema)
-            except _Unchecked as exc:
-                validators[tool] = exc
-        return validators[tool]
-
-    def line(*locs: Loc) -> int | None:
-        for loc in locs:
-            found = bench.line_of(loc)
-            if found is not None:
-                return found
-        return None
-
+    linter = _Linter(bench, catalog, shown_path)
     for i, case in enumerate(bench.spec.cases):
-        case_loc: Loc = ("cases", i)
         for j, call in enumerate(case.expect):
-            call_loc: Loc = (*case_loc, "expect", j)
+            linter.check_call(i, case.id, j, call.tool)
+    return linter.problems
 
-            def add(field: str, kind: str, message: str, *locs: Loc, _cid: str = case.id) -> None:
-                problems.append(LintProblem(shown_path, line(*locs), _cid, field, kind, message))
 
-            tool = catalog.by_name.get(call.tool)
-            if tool is None:
-                add(
-                    f"expect[{j}].tool",
-                    "unknown_tool",
-                    missing_tool_message(call.tool, catalog),
-                    (*call_loc, "tool"),
-                    call_loc,
-                    case_loc,
-                )
+class _Linter:
+    """The findings of one file, and the validator of each tool (built once)."""
+
+    def __init__(self, bench: Benchmark, catalog: Catalog, shown_path: str) -> None:
+        self.bench = bench
+        self.catalog = catalog
+        self.shown_path = shown_path
+        self.problems: list[LintProblem] = []
+        self.validators: dict[str, Any] = {}  # tool name -> its validator, or the _Unchecked that says why none
+
+    def validator_of(self, tool: str, schema: Mapping[str, Any]) -> Any:
+        if tool not in self.validators:
+            try:
+                self.validators[tool] = _tool_validator(schema)
+            except _Unchecked as exc:
+                self.validators[tool] = exc
+        return self.validators[tool]
+
+    def add(self, case_id: str, field: str, kind: str, message: str, *locs: Loc) -> None:
+        """A finding, on the line of the first of ``locs`` the file has."""
+        line = next((found for loc in locs if (found := self.bench.line_of(loc)) is not None), None)
+        self.problems.append(LintProblem(self.shown_path, line, case_id, field, kind, message))
+
+    def check_call(self, i: int, case_id: str, j: int, tool_name: str) -> None:
+        """The ``j``-th expected call of the ``i``-th case: its tool, each argument, the required ones."""
+        case_loc: Loc = ("cases", i)
+        call_loc: Loc = (*case_loc, "expect", j)
+        tool = self.catalog.by_name.get(tool_name)
+        if tool is None:
+            self.add(case_id, f"expect[{j}].tool", "unknown_tool", missing_tool_message(tool_name, self.catalog),
+                     (*call_loc, "tool"), call_loc, case_loc)
+            return
+        matchers = self.bench.matchers.get((case_id, j))
+        if matchers is None:
+            return
+        schema = tool.get("inputSchema")
+        raw_props = schema.get("properties") if isinstance(schema, Mapping) else None
+        props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
+        args_loc: Loc = (*call_loc, "args")
+        said_unchecked = False
+        for name, matcher in matchers.items():
+            locs = ((*args_loc, name), args_loc, call_loc, case_loc)
+            if name not in props:
+                self.add(case_id, f"expect[{j}].args.{name}", "unknown_argument",
+                         f"`{tool_name}` has no argument `{name}`{did_you_mean(name, sorted(props))}", *locs)
                 continue
-            matchers = bench.matchers.get((case.id, j))
-            if matchers is None:
+            if matcher.kind == "ignore":
                 continue
-            schema = tool.get("inputSchema")
-            raw_props = schema.get("properties") if isinstance(schema, Mapping) else None
-            props: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
-            prop_names = sorted(props)
-            args_loc: Loc = (*call_loc, "args")
-            cannot = f"cannot check against the schema of `{call.tool}`"
-            said_unchecked = False
-            for name, matcher in matchers.items():
-                arg_loc: Loc = (*args_loc, name)
-                locs = (arg_loc, args_loc, call_loc, case_loc)
-                if name not in props:
-                    add(
-                        f"expect[{j}].args.{name}",
-                        "unknown_argument",
-                        f"`{call.tool}` has no argument `{name}`{did_you_mean(name, prop_names)}",
-                        *locs,
-                    )
-                    continue
-                if matcher.kind == "ignore":
-                    continue
-                assert isinstance(schema, Mapping)  # it has properties
-                validator = validator_of(call.tool, schema)
-                if isinstance(validator, _Unchecked):  # the tool's schema is invalid: said once per call
-                    if not said_unchecked:
-                        said_unchecked = True
-                        add(f"expect[{j}].args", "unchecked", f"{cannot}: {validator}", args_loc, call_loc, case_loc)
-                    continue
-                try:
-                    found = _matcher_error(validator, name, props[name], matcher)
-                except _Unchecked as exc:
-                    add(f"expect[{j}].args.{name}", "unchecked", f"{cannot}: {exc}", *locs)
-                    continue
-                if found is not None:
-                    deeper = [(*arg_loc, *found[2][:end]) for end in range(len(found[2]), 0, -1)]
-                    add(f"expect[{j}].args.{name}", found[0], found[1], *deeper, *locs)
-            for name in catalog.required(call.tool):
-                if name not in matchers:
-                    add(
-                        f"expect[{j}].args",
-                        "missing_required",
-                        f"required argument `{name}` of `{call.tool}` is not in the expected args",
-                        args_loc,
-                        call_loc,
-                        case_loc,
-                    )
-    return problems
+            assert isinstance(schema, Mapping)  # it has properties
+            said_unchecked = self.check_argument(case_id, j, tool_name, schema, (name, props[name], matcher), locs,
+                                                 said_unchecked)
+        for name in self.catalog.required(tool_name):
+            if name not in matchers:
+                self.add(case_id, f"expect[{j}].args", "missing_required",
+                         f"required argument `{name}` of `{tool_name}` is not in the expected args",
+                         args_loc, call_loc, case_loc)
+
+    def check_argument(self, case_id: str, j: int, tool_name: str, schema: Mapping[str, Any],
+                       argument: tuple[str, Any, Matcher], locs: tuple[Loc, ...], said_unchecked: bool) -> bool:
+        """One expected argument (its name, its property's schema, its matcher) against the schema; returns whether
+        the call's schema was said to be unchecked (an invalid schema is said once per call)."""
+        name, prop, matcher = argument
+        arg_loc, args_loc, call_loc, case_loc = locs
+        cannot = f"cannot check against the schema of `{tool_name}`"
+        validator = self.validator_of(tool_name, schema)
+        if isinstance(validator, _Unchecked):  # the tool's schema is invalid: said once per call
+            if not said_unchecked:
+                self.add(case_id, f"expect[{j}].args", "unchecked", f"{cannot}: {validator}",
+                         args_loc, call_loc, case_loc)
+            return True
+        try:
+            found = _matcher_error(validator, name, prop, matcher)
+        except _Unchecked as exc:
+            self.add(case_id, f"expect[{j}].args.{name}", "unchecked", f"{cannot}: {exc}", *locs)
+            return said_unchecked
+        if found is not None:
+            deeper = [(*arg_loc, *found[2][:end]) for end in range(len(found[2]), 0, -1)]
+            self.add(case_id, f"expect[{j}].args.{name}", found[0], found[1], *deeper, *locs)
+        return said_unchecked

@@ -17,7 +17,7 @@ import pytest
 from pytest_mcpeval.keys import CASE_KEY, TOOLS_KEY
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.run.runtime import Runtime
+    from pytest_mcpeval.run.engine import Engine
 
 MAX_LINE = 110
 
@@ -69,7 +69,7 @@ def describe_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": str(tool.get("name")), "params": params, "description": first_line(str(description))}
 
 
-def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
+def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object) -> None:
     """The body of a file's ``tools`` item: connect, list, keep the listing for the controller."""
     from pytest_mcpeval.checks.items import CheckFailed
     from pytest_mcpeval.run.case import CaseError

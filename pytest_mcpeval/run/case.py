@@ -62,6 +62,11 @@ class CaseRef:
         ]
 
 
+def needs_judge(case: Case) -> bool:
+    """A claim without a ``check`` is decided by the judge model."""
+    return any(claim.check is None for claim in case.claims)
+
+
 def build_messages(system: str | None, case: Case) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     if system:

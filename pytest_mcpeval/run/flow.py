@@ -74,7 +74,7 @@ from pytest_mcpeval.text import canonical_json
 from pytest_mcpeval.tool_result import tool_message
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.run.runtime import Runtime
+    from pytest_mcpeval.run.engine import Engine
 
 
 class Blocked(ModelCallError):
@@ -98,7 +98,7 @@ def call_id(turn: int, index: int) -> str:
     return f"call_{turn}_{index}"
 
 
-def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
+def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
     """Complete ``result`` (identity and catalog already set) with the flow's transcript, claims and score."""
     assert ref.model is not None
     case = ref.case
@@ -153,7 +153,7 @@ def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, resu
 # -- the conversation -------------------------------------------------------------------------------
 
 
-def _converse(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, trajectory: list[TrajectoryTurn],
+def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, trajectory: list[TrajectoryTurn],
               ) -> tuple[list[ModelReply], str | None, bool, list[CalledTool]]:
     """Run the loop, filling ``trajectory``: ``(replies, final answer, finished, unmatched calls)``.
 
@@ -227,7 +227,7 @@ def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[s
 # -- answers ----------------------------------------------------------------------------------------------
 
 
-def _answered(runtime: Runtime, ref: CaseRef, catalog: Catalog, raw: RawCall, id_: str,
+def _answered(runtime: Engine, ref: CaseRef, catalog: Catalog, raw: RawCall, id_: str,
               earlier: list[TrajectoryCall], unmatched: list[CalledTool]) -> TrajectoryCall:
     called = parse_call(raw.name, raw.arguments, catalog)
     answer = _answer(runtime, ref, catalog, called, earlier)
@@ -242,7 +242,7 @@ def _answered(runtime: Runtime, ref: CaseRef, catalog: Catalog, raw: RawCall, id
     return call
 
 
-def _answer(runtime: Runtime, ref: CaseRef, catalog: Catalog, called: CalledTool,
+def _answer(runtime: Engine, ref: CaseRef, catalog: Catalog, called: CalledTool,
             earlier: list[TrajectoryCall]) -> ToolAnswerView | None:
     """The answer of a mock or of the live server; an error result the model sees for a call that cannot be
     made; ``None`` when no mock matches a call that could have been answered (a gap of the file)."""
@@ -281,7 +281,7 @@ def _mocked(result: MockResult) -> ToolAnswerView:
 # -- claims ---------------------------------------------------------------------------------------------
 
 
-def _claims(runtime: Runtime, ref: CaseRef, final: str | None, repeat: int,
+def _claims(runtime: Engine, ref: CaseRef, final: str | None, repeat: int,
             ) -> tuple[list[ClaimView], dict[str, CaseUsage]]:
     """The claims' views in the file's order (checks here, the rest by the judge) and the judge's usage."""
     claims = ref.case.claims

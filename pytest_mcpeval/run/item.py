@@ -26,7 +26,7 @@ class CaseMissed(Exception):
 def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
     """The body of every case item: run, score, and keep the result for the report."""
     from pytest_mcpeval.report.terminal import miss_lines
-    from pytest_mcpeval.run.dispatch import group_items, prefetch_group
+    from pytest_mcpeval.run.prefetch import group_items, prefetch_group
 
     item = request.node
     group = prefetch_group(item)  # the items whose calls this process makes, all at once

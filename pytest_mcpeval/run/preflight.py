@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_mcpeval.keys import SETTINGS_KEY
+from pytest_mcpeval.run.prefetch import server_overridden
 
 if TYPE_CHECKING:
     from pytest_mcpeval.benchmark.loader import Benchmark
@@ -53,7 +54,7 @@ def wanted(config: pytest.Config) -> bool:
 def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpec]]) -> None:
     """Try every model and server of ``cases`` (the selected case items that will call a model); a usage error
     naming each that fails."""
-    from pytest_mcpeval.collect import needs_judge
+    from pytest_mcpeval.run.case import needs_judge
 
     config.stash[_DONE_KEY] = True
     models: dict[str, ModelSpec] = {}
@@ -71,7 +72,7 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
         judge = settings.registry.resolve(settings.judge_model)
         models.setdefault(judge.name, judge)
     problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
-    if servers and not _server_overridden(config):
+    if servers and not server_overridden(config):
         problems += _server_problems(config, list(servers.values()))
     if problems:
         from pytest_mcpeval.text import printable
@@ -80,12 +81,6 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
         lines = "\n".join(f"  {printable(settings.redactor.text(line))}" for line in problems)
         raise pytest.UsageError(f"pre-flight check failed, no model was called (--mcp-no-preflight skips the check):"
                                 f"\n{lines}")
-
-
-def _server_overridden(config: pytest.Config) -> bool:
-    from pytest_mcpeval.run.dispatch import _server_overridden as overridden  # the one place that asks
-
-    return overridden(config)
 
 
 def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
@@ -107,7 +102,8 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
     try:
         litellm.get_llm_provider(model.target, custom_llm_provider=user.get("custom_llm_provider"),
                                  api_base=user.get("api_base"))
-    except Exception:  # litellm's BadRequestError "LLM Provider NOT provided": the name places no provider
+    except litellm.exceptions.BadRequestError:  # "LLM Provider NOT provided": get_llm_provider turns every error
+        # of its own into this one (litellm_core_utils/get_llm_provider_logic.py), so nothing else is caught
         return (f"{label}: litellm cannot tell its provider: write PROVIDER/MODEL (e.g. openai/gpt-5, "
                 "anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
     if not missing_keys(model):

@@ -1,98 +1,56 @@
-"""The per-process engine behind the ``mcpeval_runtime`` fixture.
+"""The per-process engine behind the ``mcpeval_runtime`` fixture: which strategy runs a case, and cases run ahead.
 
-:class:`Runtime` owns the server connections (one per server per process), the dispatcher of model calls
-and the catalogs this process has reported to the controller.  :meth:`Runtime.run` does what every way
-of running a case shares (the result's identity, the catalog, the missing-tool check) and hands the case
-to its strategy: :mod:`~pytest_mcpeval.run.single` (one model call) or, for a flow, :mod:`~pytest_mcpeval.run.flow`
-(a conversation with answered tool calls, claims judged by :attr:`Runtime.judge`).
+:class:`Runtime` is the :class:`~pytest_mcpeval.run.engine.Engine` (servers, dispatcher, catalogs) that runs
+cases.  :meth:`Runtime.run` does what every way of running a case shares (the result's identity, the catalog,
+the missing-tool check) and hands the case to its strategy: :mod:`~pytest_mcpeval.run.single` (one model
+call) or, for a flow, :mod:`~pytest_mcpeval.run.flow` (a conversation with answered tool calls, claims judged
+by :attr:`Runtime.judge`).  :func:`open_runtime` builds the fixture's runtime from the run's settings.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_mcpeval.catalog import Catalog
+import pytest
+
 from pytest_mcpeval.catalog_report import catalog_info
-from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_CONNECT_TIMEOUT
-from pytest_mcpeval.models import tokens
+from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
+from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.run import flow, single
-from pytest_mcpeval.run.case import (
-    CaseError,
-    CaseRef,
-    build_messages,
-    error_result,
-    missing_tools,
-    relative_to_root,
-)
-from pytest_mcpeval.run.dispatch import Dispatcher, Unit
-from pytest_mcpeval.run.exposure import Exposure, expose
+from pytest_mcpeval.run.cache import ResponseCache
+from pytest_mcpeval.run.case import CaseError, CaseRef, error_result, missing_tools
+from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
+from pytest_mcpeval.run.engine import Engine
+from pytest_mcpeval.run.planning import call_processes
 from pytest_mcpeval.run.pool import DaemonPool
-from pytest_mcpeval.servers import ServerError, ServerPool
+from pytest_mcpeval.run.prefetch import makes_calls_at_once
+from pytest_mcpeval.servers import ServerError
 
 if TYPE_CHECKING:
     from pytest_mcpeval.models.config import ModelSpec
     from pytest_mcpeval.settings import Settings
 
 
-class Runtime:
+class Runtime(Engine):
     def __init__(self, root_dir: Path, log_dir: Path, dispatcher: Dispatcher, repeats: int = 1,
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, settings: Settings | None = None) -> None:
-        self.root_dir = root_dir
-        # what flows take from the run's settings: the judge of claims without a check, the default threshold
-        self.judge: ModelSpec | None = None
-        self.claims_threshold = DEFAULT_CLAIMS_THRESHOLD
-        if settings is not None:
-            self.claims_threshold = settings.claims_threshold
-            if settings.judge_model:
-                self.judge = settings.registry.resolve(settings.judge_model)
-        self.pool = ServerPool(log_dir, connect_timeout)
-        self.dispatcher = dispatcher
-        tokens.use_store(dispatcher.cache)  # token counts kept with the responses: a replay loads no tokenizer
-        self.repeats = repeats
-        self._reported_catalogs: set[str] = set()
-        self._reported_models: set[str] = set()
+        super().__init__(root_dir, log_dir, dispatcher, repeats, connect_timeout, settings)
         self._prefetched: set[str] = set()
-        self._shown_paths: dict[Path, str] = {}
-        self._units: dict[tuple[int, str, int], Unit] = {}
-        self._exposures: dict[tuple[int, str], Exposure] = {}
         self._flows: dict[tuple[int, int], Future[CaseResult]] = {}  # flows started ahead, by (id(ref), repeat)
         self._flow_pools: dict[str, DaemonPool] = {}
         self._in_flow = threading.local()
-
-    def shown_path(self, path: Path) -> str:
-        if path not in self._shown_paths:
-            self._shown_paths[path] = relative_to_root(path, self.root_dir)
-        return self._shown_paths[path]
-
-    def label(self, ref: CaseRef) -> str:
-        assert ref.model is not None
-        return f"{self.shown_path(ref.bench.path)}::{ref.case.id}[{ref.model.name}]"
-
-    def unit(self, ref: CaseRef, catalog: Catalog, repeat: int) -> Unit:
-        """The call of one repeat of a case (built once: its key hashes the whole request)."""
-        assert ref.model is not None
-        memo = (id(ref), catalog.digest, repeat)
-        if memo not in self._units:
-            messages = build_messages(ref.bench.spec.system, ref.case)
-            self._units[memo] = Unit.make(ref.model, messages, catalog, repeat, self.label(ref))
-        return self._units[memo]
-
-    def server_label(self, ref: CaseRef, override: Any) -> str:
-        """The server a case is evaluated against, as messages and the report name it."""
-        if override is not None:
-            return f"mcp_server fixture ({type(override).__name__})"
-        return ref.bench.spec.server.describe() if ref.bench.spec.server else "no server"
 
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
 
     def prefetch(self, group: str, refs: list[CaseRef], override: Any) -> None:
-        """Submit the model calls of ``refs`` (every repeat) once per prefetch group (run.dispatch.prefetch_group)."""
+        """Submit the model calls of ``refs`` (every repeat) once per prefetch group (run.prefetch.prefetch_group)."""
         if group in self._prefetched:
             return
         self._prefetched.add(group)
@@ -124,31 +82,6 @@ class Runtime:
     def _run_flow(self, ref: CaseRef, override: Any, repeat: int) -> CaseResult:
         self._in_flow.active = True
         return self.run(ref, override, repeat)
-
-    def catalog(self, ref: CaseRef, override: Any) -> Catalog:
-        """The tools the case shows the model: the server's catalog, or the part of it its ``tools`` and
-        ``distractors`` choose (run.exposure)."""
-        return self.exposure(ref, override).catalog
-
-    def exposure(self, ref: CaseRef, override: Any) -> Exposure:
-        full = self.server_catalog(ref, override)
-        memo = (id(ref.case), full.digest)
-        if memo not in self._exposures:
-            try:
-                self._exposures[memo] = expose(ref.case, full)
-            except ValueError as exc:  # `tools` names a tool a live server does not publish
-                raise CaseError(f"{self.shown_path(ref.bench.path)}:{ref.line}: case `{ref.case.id}`: {exc}") from None
-        return self._exposures[memo]
-
-    def server_catalog(self, ref: CaseRef, override: Any) -> Catalog:
-        if override is not None:
-            return self.pool.catalog_for_object(override)
-        spec = ref.bench.spec.server
-        if spec is None:
-            raise CaseError(
-                f"{ref.bench.path}: no `server` in the file and no `mcp_server` fixture returned one"
-            )
-        return self.pool.catalog_for_spec(spec, ref.bench.path.parent, self.root_dir)
 
     def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> CaseResult:
         """The result of one repeat of a case; infrastructure problems are returned with ``error`` set."""
@@ -191,9 +124,45 @@ class Runtime:
         return single.evaluate(self, ref, catalog, repeat, result)
 
     def close(self) -> None:
-        tokens.use_store(None)
         for pool in self._flow_pools.values():
             pool.shutdown(cancel_futures=True)
-        self.dispatcher.close()
-        self.pool.close()
+        super().close()
 
+
+def open_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    """The ``mcpeval_runtime`` fixture's body: session-wide server connections and the model call path (one per
+    xdist worker); at its end, the cache's notes for the report (handed to the controller under xdist)."""
+    import uuid
+
+    config = request.config
+    settings = config.stash[SETTINGS_KEY]
+    workerinput = getattr(config, "workerinput", None)
+    run_id = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+    cache = ResponseCache(settings.cache_dir, settings.record, run_id) if settings.record != "off" else None
+    files = {item.path for item in request.session.items if _runs_a_model(item)}
+    dispatch = DispatchSettings(settings.concurrency, settings.per_model_concurrency, settings.retries,
+                                settings.timeout, workers=makes_calls_at_once(config, len(files)))
+    budget = None
+    if settings.max_cost is not None:
+        from pytest_mcpeval.run.budget import Budget
+
+        budget = Budget(settings.max_cost, config.stash[BUDGET_DIR_KEY])
+    dispatcher = Dispatcher(dispatch, cache, call_processes(config), budget,
+                            stopping=config.stash[INTERRUPTS_KEY].stopping)
+    runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
+                      settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
+    yield runtime
+    runtime.close()
+    if cache is not None:
+        if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
+            for name, notes in (("corrupted", cache.corrupted), ("unwritable", cache.unwritable)):
+                if notes:
+                    config.workeroutput[f"mcpeval_{name}"] = list(notes)  # type: ignore[attr-defined]
+        else:
+            config.stash[CORRUPTED_KEY] = list(cache.corrupted)
+            config.stash[UNWRITABLE_KEY] = list(cache.unwritable)
+
+
+def _runs_a_model(item: pytest.Item) -> bool:
+    ref = item.stash.get(CASE_KEY, None)
+    return ref is not None and ref.model is not None and not ref.case.skip

@@ -30,7 +30,7 @@ from pytest_mcpeval.scoring.case import parse_call, score_case
 from pytest_mcpeval.scoring.retrieval import retrieval_ranks
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.run.runtime import Runtime
+    from pytest_mcpeval.run.engine import Engine
 
 CONTENT_CAP = 20_000  # characters of the model's text kept in a case result
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -68,7 +68,7 @@ def text_calls(reply: ModelReply, catalog: Catalog) -> list[CalledTool]:
     return [parse_call(c.name, c.arguments, catalog) for c in find_text_calls(reply.content, names)]
 
 
-def evaluate(runtime: Runtime, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
+def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
     """Complete ``result`` (identity and catalog already set) with the model's reply and its score."""
     assert ref.model is not None
     expects = ref.expectations()
