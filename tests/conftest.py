@@ -45,7 +45,7 @@ GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 @pytest.fixture(autouse=True)
 def _calls_ended() -> Iterator[None]:
     """After each test (and after its servers stopped): wait for the model calls it abandoned to end.  An attempt
-    past its deadline goes on in a thread of its own (models/litellm_client.py) until its server stops; litellm
+    past its deadline goes on in a thread of its own (models/litellm_http.py) until its server stops; litellm
     then imports what it reports the error with, and an import while the next in-process run restores
     sys.modules is pytester's "dictionary changed size during iteration"."""
     yield

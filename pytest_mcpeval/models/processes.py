@@ -13,7 +13,7 @@ serves each connection on a thread of its own, so calls stream back one by one a
 (``concurrent.futures.ProcessPoolExecutor`` runs one task at a time per process: a process could not have
 several calls in flight and hand back each as it completes.)  Workers are forked from a fork server that
 imported litellm once (``forkserver`` with litellm preloaded; ``spawn`` where there is no fork server), so
-the import is paid once, in the background, while pytest collects (:func:`pytest_mcpeval.run.dispatch.note_model_item`).
+the import is paid once, in the background, while pytest collects (:func:`pytest_mcpeval.run.planning.note_model_item`).
 
 A worker sees the pytest process's environment as it is at each call (API keys set by a fixture too; not the
 variables pytest sets per item, :data:`PER_ITEM_ENV`; copied by :func:`environment`, the one safe way here), the
