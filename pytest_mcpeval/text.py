@@ -1,4 +1,5 @@
-"""Small text helpers: counts with their nouns, did-you-mean, and the canonical JSON every hash is taken of."""
+"""Small text helpers: counts with their nouns, did-you-mean, values cut short with a visible marker, and the
+canonical JSON every hash is taken of."""
 
 from __future__ import annotations
 
@@ -67,3 +68,13 @@ def json_kind(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "a list"
     return "an object"
+
+
+def marker(length: int) -> str:
+    """What replaces the end of a value cut short: ``… [truncated, 20,000 chars]`` (its full length)."""
+    return f"… [truncated, {length:,} chars]"
+
+
+def truncate(value: str, limit: int) -> str:
+    """``value`` cut to ``limit`` characters followed by its :func:`marker`; shorter values unchanged."""
+    return value if len(value) <= limit else value[:limit] + marker(len(value))

@@ -16,7 +16,10 @@ import pytest
 from pytest_mcpeval.benchmark.schema import Claim, ClaimCheck
 from pytest_mcpeval.models import ModelCallError, params_sent
 from pytest_mcpeval.models.config import ModelRegistry, ModelSpec
-from pytest_mcpeval.models.judge import (
+from pytest_mcpeval.results import ClaimView
+from pytest_mcpeval.run.cache import ResponseCache
+from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
+from pytest_mcpeval.run.judge import (
     REMINDER,
     SYSTEM_PROMPT,
     JudgeError,
@@ -25,9 +28,6 @@ from pytest_mcpeval.models.judge import (
     judge_messages,
     parse_verdict,
 )
-from pytest_mcpeval.results import ClaimView
-from pytest_mcpeval.run.cache import ResponseCache
-from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
 from pytest_mcpeval.scoring.claims import VERDICT_SCORES, check_claim, checked_claim, coverage
 from pytest_mcpeval.testing import ScriptedModelServer
 
@@ -353,7 +353,7 @@ def test_a_retried_verdict_replays_too(tmp_path: Path) -> None:
 def test_docs_show_the_prompt_verbatim() -> None:
     import textwrap
 
-    from pytest_mcpeval.models.judge import USER_TEMPLATE
+    from pytest_mcpeval.run.judge import USER_TEMPLATE
 
     doc = (Path(__file__).parent.parent / "docs" / "claims.md").read_text()
     blocks = doc.split("```text\n")[1:]

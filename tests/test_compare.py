@@ -29,9 +29,9 @@ from pytest_mcpeval.gate.compare import (
 )
 from pytest_mcpeval.gate.paired import _columns, _f1_stat, _label_columns, _macro_stat, _Side, _stats
 from pytest_mcpeval.gate.significance import mcnemar_exact, permutation_test
+from pytest_mcpeval.numbers import format_p, sentence
 from pytest_mcpeval.report.markdown import comparison_markdown
 from pytest_mcpeval.report.model import build_report
-from pytest_mcpeval.report.numbers import format_p, sentence
 from pytest_mcpeval.scoring.bootstrap import bootstrap_interval
 from pytest_mcpeval.scoring.case import NONE
 from pytest_mcpeval.scoring.metrics import invented_labels, model_metrics, sort_labels

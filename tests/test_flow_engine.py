@@ -385,7 +385,7 @@ cases:
 
 def test_claims_checked_and_judged_in_the_files_order(pytester: pytest.Pytester,
                                                        model_server: ScriptedModelServer) -> None:
-    from pytest_mcpeval.models.judge import judge_messages
+    from pytest_mcpeval.run.judge import judge_messages
 
     project(pytester, model_server, JUDGED)
     params = json.dumps({"api_base": model_server.api_base, "api_key": "not-a-key"})

@@ -52,7 +52,7 @@ from typing import Any
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES, DROP_CORRECTIONS
 from pytest_mcpeval.gate.catalogs import changed_tools, definitions, known_labels
 from pytest_mcpeval.gate.paired import LABEL_METRICS, holm, label_changes, mean_change
-from pytest_mcpeval.report.numbers import sentence
+from pytest_mcpeval.numbers import sentence
 from pytest_mcpeval.results import ComparisonSection, Flipped, MetricChange
 from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 from pytest_mcpeval.results.registry import METRICS as REGISTRY

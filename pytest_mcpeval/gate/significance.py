@@ -1,4 +1,4 @@
-"""Exact paired tests for the drop gate (p-values are printed by pytest_mcpeval.report.numbers.format_p).
+"""Exact paired tests for the drop gate (p-values are printed by pytest_mcpeval.numbers.format_p).
 
 Under the null hypothesis the two outcomes of a paired case are exchangeable, so only the *discordant*
 cases (whose outcome differs between the runs) carry evidence, and ``k`` of them can never give a p-value

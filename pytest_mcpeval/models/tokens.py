@@ -23,25 +23,37 @@ import importlib.util
 import json
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_mcpeval.catalog import Catalog
 
 if TYPE_CHECKING:
     import tiktoken
 
-    from pytest_mcpeval.run.cache import ResponseCache
 
 ENCODING = "o200k_base"
 # tiktoken's name for the cached o200k_base file: the SHA-1 of the URL it is published at
 _CACHED_NAME = "fb374d419588a4632f3f557e76b4b70aebbca790"
 _lock = threading.Lock()
 _encoding: tiktoken.Encoding | None = None
-_store: ResponseCache | None = None
 
 
-def use_store(cache: ResponseCache | None) -> None:
+class TokenStore(Protocol):
+    """Where counts are kept between runs: the response cache (:class:`pytest_mcpeval.run.cache.ResponseCache`)."""
+
+    directory: Path
+
+    def read_tokens(self, encoding: str) -> dict[str, int]: ...
+
+    def write_tokens(self, digest: str, encoding: str, counts: Mapping[str, int]) -> None: ...
+
+
+_store: TokenStore | None = None
+
+
+def use_store(cache: TokenStore | None) -> None:
     """Read and write counts in ``cache`` (``None``: count every time)."""
     global _store
     _store = cache

@@ -18,6 +18,8 @@ from __future__ import annotations
 import html
 import re
 
+from pytest_mcpeval.text import marker, truncate
+
 MAX_INLINE = 200  # characters of a name, an id or a table cell
 MAX_SENTENCE = 1000  # characters of a gate failure sentence
 MAX_BLOCK = 4000  # characters of a fenced block (a description diff)
@@ -32,16 +34,6 @@ _FENCE_START = re.compile(r"[ \t]*(`+)")
 _PUNCTUATION = re.compile(r"[\\`*\[\]!~$|]|_+")
 # Markup only where a block starts: headings, list items, setext underlines, ordered list items.
 _BLOCK_START = re.compile(r"[#+=-]|\d{1,9}(?=[.)])")
-
-
-def marker(length: int) -> str:
-    """What replaces the end of a value cut short: ``… [truncated, 20,000 chars]`` (its full length)."""
-    return f"… [truncated, {length:,} chars]"
-
-
-def truncate(value: str, limit: int) -> str:
-    """``value`` cut to ``limit`` characters followed by its :func:`marker`; shorter values unchanged."""
-    return value if len(value) <= limit else value[:limit] + marker(len(value))
 
 
 def one_line(value: object) -> str:

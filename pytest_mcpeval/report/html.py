@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_mcpeval.numbers import confidence
 from pytest_mcpeval.report.html_assets import CSS, JS, script_hash
 from pytest_mcpeval.report.html_cases import cases_table, flow_anchor
 from pytest_mcpeval.report.html_checks import checks
 from pytest_mcpeval.report.html_data import DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
 from pytest_mcpeval.report.html_model import LIST, delta, fmt, model_section, model_title
-from pytest_mcpeval.report.numbers import confidence
 from pytest_mcpeval.results import MetricChange, Report
 from pytest_mcpeval.results.registry import title as metric_title
 from pytest_mcpeval.text import plural

@@ -10,7 +10,7 @@ model output, tool results, claims, judge justifications, error text) reaches th
   element (``</script>``), open a comment (``<!--``) or end a JavaScript line; ``JSON.parse`` reads the same
   values back.
 
-Long values are cut with the visible marker of :func:`pytest_mcpeval.report.escape.truncate`.
+Long values are cut with the visible marker of :func:`pytest_mcpeval.text.truncate`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 from typing import Any
 
 from pytest_mcpeval import bounds
-from pytest_mcpeval.report.escape import truncate
-from pytest_mcpeval.report.numbers import num, p_clause, pct
+from pytest_mcpeval.numbers import num, p_clause, pct
+from pytest_mcpeval.text import truncate
 
 __all__ = ["LONG", "NAME", "TEXT", "attr", "compact", "num", "p_value", "pct", "script_json", "sort_value", "text"]
 

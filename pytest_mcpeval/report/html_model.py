@@ -10,11 +10,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_mcpeval.numbers import confidence, interval
+from pytest_mcpeval.numbers import metric_value as fmt
 from pytest_mcpeval.report.html_cases import flow_transcripts
 from pytest_mcpeval.report.html_data import argument_problems, label_order, recall_curve
 from pytest_mcpeval.report.html_escape import attr, num, p_value, pct, sort_value, text
-from pytest_mcpeval.report.numbers import confidence, interval
-from pytest_mcpeval.report.numbers import metric_value as fmt
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.results import CaseResult, Interval, MetricChange, ModelMetrics
 from pytest_mcpeval.results.registry import METRICS, title

@@ -1,7 +1,7 @@
 """Markdown renderings: the run's own summary, and the comparison with a baseline (``--mcp-markdown``).
 
 Pure functions of the finished report (its ``comparison`` section for the comparison): they compute nothing,
-they only render; numbers are formatted by :mod:`pytest_mcpeval.report.numbers`, metric names and labels come
+they only render; numbers are formatted by :mod:`pytest_mcpeval.numbers`, metric names and labels come
 from the registry.  Every string that comes from outside the plugin (tool names and descriptions, case ids,
 file and model names, error text) goes through the escape function of the place it lands in
 (:mod:`pytest_mcpeval.report.escape`), so it cannot end a code span, a fence or an HTML element, break a table
@@ -13,9 +13,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
+from pytest_mcpeval.numbers import confidence, format_p, interval, metric_value, num, pct, sentence
 from pytest_mcpeval.report import case_notes
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
-from pytest_mcpeval.report.numbers import confidence, format_p, interval, metric_value, num, pct, sentence
 from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
 from pytest_mcpeval.report.usage import cost_text
 from pytest_mcpeval.results import ComparisonSection, MetricChange, ModelMetrics, Report, ToolChange

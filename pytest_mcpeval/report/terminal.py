@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pytest_mcpeval.numbers import NA, metric_value, num, pct
 from pytest_mcpeval.report import case_notes
-from pytest_mcpeval.report.numbers import NA, metric_value, num, pct
 from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.results import CaseResult, CatalogInfo, ModelMetrics, Report

@@ -50,7 +50,6 @@ from pytest_mcpeval.benchmark.loader import unknown_mock_tools
 from pytest_mcpeval.benchmark.schema import MockResult
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
-from pytest_mcpeval.models.judge import JudgeError, judge_claims
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.results import (
     CalledTool,
@@ -63,6 +62,7 @@ from pytest_mcpeval.results import (
 )
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result
 from pytest_mcpeval.run.dispatch import Unit
+from pytest_mcpeval.run.judge import JudgeError, judge_claims
 from pytest_mcpeval.run.single import CONTENT_CAP, text_calls, utf8_safe
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call

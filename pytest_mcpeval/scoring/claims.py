@@ -12,7 +12,7 @@ judge, and scores 1.0 or 0.0:
 * ``any_of``: any of its checks passes (they nest).
 
 No final answer (``None``: the flow stopped at its turn limit, or the model sent no text) fails every
-check, a ``regex`` that matches the empty string included.  Judged claims are :mod:`pytest_mcpeval.models.judge`.
+check, a ``regex`` that matches the empty string included.  Judged claims are :mod:`pytest_mcpeval.run.judge`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def check_claim(check: ClaimCheck, answer: str | None) -> bool:
 
 def checked_claim(claim: Claim, answer: str | None) -> ClaimView:
     """The view of a claim decided by its ``check``: 1.0 fulfilled or 0.0 not fulfilled."""
-    assert claim.check is not None, "a claim without a check is judged (models.judge.judge_claims)"
+    assert claim.check is not None, "a claim without a check is judged (run.judge.judge_claims)"
     passed = check_claim(claim.check, answer)
     verdict: Verdict = "fulfilled" if passed else "not_fulfilled"
     if answer is None:

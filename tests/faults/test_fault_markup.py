@@ -23,10 +23,11 @@ from conftest import make_project, run
 from markdown_it import MarkdownIt
 
 from pytest_mcpeval.gate.compare import compare, comparison_section
-from pytest_mcpeval.report.escape import MAX_BLOCK, MAX_INLINE, code, fenced, html_text, marker, text, truncate
+from pytest_mcpeval.report.escape import MAX_BLOCK, MAX_INLINE, code, fenced, html_text, text
 from pytest_mcpeval.report.markdown import comparison_markdown, summary
 from pytest_mcpeval.results import Report
 from pytest_mcpeval.testing import ScriptedModelServer
+from pytest_mcpeval.text import marker, truncate
 
 LONG = ("long:" + "".join(f"{i:05d}" for i in range(4000)))[:20_000]  # a 20,000-char line, prefix unique
 HOSTILE: dict[str, str] = {
