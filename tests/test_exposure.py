@@ -11,8 +11,8 @@ from test_servers import SERVER
 
 from pytest_mcpeval.benchmark.schema import Case
 from pytest_mcpeval.catalog import catalog_from_json
-from pytest_mcpeval.checks.confusable import tokenize
 from pytest_mcpeval.run.exposure import case_seed, draw_distractors, expose, relevant_tools
+from pytest_mcpeval.scoring.confusable import tokenize
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GITHUB = catalog_from_json(json.loads(GITHUB_TOOLS.read_text()))

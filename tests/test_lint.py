@@ -13,7 +13,8 @@ from conftest import make_project, read_report, run
 
 from pytest_mcpeval.benchmark.loader import Benchmark, load
 from pytest_mcpeval.catalog import Catalog, catalog_from_json
-from pytest_mcpeval.checks.confusable import (
+from pytest_mcpeval.checks.lint import LintProblem, check_expectations
+from pytest_mcpeval.scoring.confusable import (
     DEFAULT_THRESHOLD,
     confusable_pairs,
     confusion_counts,
@@ -21,7 +22,6 @@ from pytest_mcpeval.checks.confusable import (
     tokenize,
     tool_texts,
 )
-from pytest_mcpeval.checks.lint import LintProblem, check_expectations
 from pytest_mcpeval.testing import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent

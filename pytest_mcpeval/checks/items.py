@@ -53,8 +53,8 @@ def _catalog(request: pytest.FixtureRequest, runtime: Engine, override: object) 
 def lint(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
     from pytest_mcpeval.catalog_report import catalog_info
-    from pytest_mcpeval.checks.confusable import confusable_pairs
     from pytest_mcpeval.checks.lint import UncheckedSchemaWarning, check_expectations
+    from pytest_mcpeval.scoring.confusable import confusable_pairs
 
     ref = request.node.stash[CASE_KEY]
     catalog = _catalog(request, mcpeval_runtime, mcp_server)

@@ -4,7 +4,7 @@
 unknown tool or argument, a literal of the wrong type or outside an ``enum``, a required argument the
 expectation leaves out.  Such a case can never pass, or passes for the wrong reason, so it is worth
 fixing before any model runs.
-Tools whose names and descriptions read alike are found by :mod:`pytest_mcpeval.checks.confusable`.
+Tools whose names and descriptions read alike are found by :mod:`pytest_mcpeval.scoring.confusable`.
 """
 
 from __future__ import annotations

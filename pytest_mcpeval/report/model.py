@@ -95,7 +95,7 @@ def build_report(
 
 def lint_section(lint: Iterable[LintResult], report: Report) -> dict[str, LintSection]:
     """Lint results per file; each confusable pair with how often the models of this run confused them."""
-    from pytest_mcpeval.checks.confusable import confusion_counts
+    from pytest_mcpeval.scoring.confusable import confusion_counts
 
     observed = confusion_counts(report)
     out: dict[str, LintSection] = {}

@@ -3,7 +3,7 @@
 By default a case shows the whole catalog.  ``tools: [...]`` shows only those tools; ``distractors: N`` adds N
 other tools of the server drawn from those most similar to the case's own tools (its ``tools``, else every tool
 it expects, mocks or forbids; a case with none of these is compared with its input text).  Similarity is the one
-the confusable-tool lint uses (:mod:`pytest_mcpeval.checks.confusable`: TF-IDF cosine of name + description).
+the confusable-tool lint uses (:mod:`pytest_mcpeval.scoring.confusable`: TF-IDF cosine of name + description).
 The N are drawn at random from the 2N most similar candidates, with a seed derived from the case id, so a case
 shows the same tools on every run and machine (the cache stays valid) while cases of a file do not all get the
 same hardest few.  The shown tools keep the server's order.  Pure: no pytest, no I/O.
@@ -81,7 +81,7 @@ def draw_distractors(full: Catalog, base: list[str], count: int, seed: int, quer
 def similarity_to(full: Catalog, base: list[str], query: str) -> list[float]:
     """Per tool of ``full`` (catalog order): its highest TF-IDF cosine similarity to a tool of ``base``, or to
     the text ``query`` when ``base`` is empty."""
-    from pytest_mcpeval.checks.confusable import tfidf_matrix, tool_texts
+    from pytest_mcpeval.scoring.confusable import tfidf_matrix, tool_texts
 
     if not base:
         _, matrix = tfidf_matrix([*tool_texts(full), query])
