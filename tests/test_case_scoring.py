@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from pytest_mcpeval.benchmark.matchers import compile_args
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.scoring.case import NONE, Expectation, check_arguments, diagnose, parse_call, score_case
 from pytest_mcpeval.scoring.flow import FLOW_DIAGNOSES
-from pytest_mcpeval.scoring.matchers import compile_args
 
 CATALOG = Catalog(
     [

@@ -18,10 +18,10 @@ from pytest_mcpeval.benchmark.loader import (
     unknown_tools,
     unknown_when_arguments,
 )
+from pytest_mcpeval.benchmark.matchers import Matcher, MatcherError, Reference, compile_args, compile_value, references
 from pytest_mcpeval.benchmark.schema import keys_at
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS
-from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, Reference, compile_args, compile_value, references
 from pytest_mcpeval.testing import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent

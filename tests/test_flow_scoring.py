@@ -13,6 +13,7 @@ import pytest
 from sklearn.metrics import f1_score, precision_recall_fscore_support
 from sklearn.preprocessing import MultiLabelBinarizer
 
+from pytest_mcpeval.benchmark.matchers import compile_args
 from pytest_mcpeval.benchmark.schema import OrderMode
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.gate.thresholds import ThresholdError, evaluate, parse_threshold
@@ -20,7 +21,6 @@ from pytest_mcpeval.results import CaseResult, ClaimView, ModelMetrics, Trajecto
 from pytest_mcpeval.scoring.case import Expectation, max_matching, parse_call
 from pytest_mcpeval.scoring.flow import FLOW_DIAGNOSES, FlowScore, bind, in_order_assignment, score_flow
 from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics
-from pytest_mcpeval.scoring.matchers import compile_args
 from pytest_mcpeval.text import canonical_json
 
 CATALOG = Catalog(

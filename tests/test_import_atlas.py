@@ -22,6 +22,7 @@ import yaml
 from conftest import read_report, run
 
 from pytest_mcpeval.__main__ import main
+from pytest_mcpeval.benchmark.matchers import compile_args
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.importers.atlas import (
     PRESENT,
@@ -34,7 +35,6 @@ from pytest_mcpeval.importers.atlas import (
     mocks_for,
 )
 from pytest_mcpeval.scoring.case import Expectation, check_arguments
-from pytest_mcpeval.scoring.matchers import compile_args
 from pytest_mcpeval.testing import ScriptedModelServer
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "atlas"
@@ -273,7 +273,7 @@ def test_tricky_values_survive_the_benchmark_file(tmp_path: Path, capsys: pytest
     """What is written is read back by the plugin's loader as recorded: each recorded call meets its expected call
     and is answered by its own output, byte for byte."""
     from pytest_mcpeval.benchmark.loader import load
-    from pytest_mcpeval.scoring.matchers import check_object
+    from pytest_mcpeval.benchmark.matchers import check_object
 
     outputs = ["yes", "line 1\n  line 2  \n\n", "\ttab first\r\nthen crlf \u2028 sep"]
     messages: list[dict[str, Any]] = []

@@ -30,11 +30,11 @@ from conftest import run
 
 from pytest_mcpeval.__main__ import main
 from pytest_mcpeval.benchmark.loader import Benchmark, load
+from pytest_mcpeval.benchmark.matchers import MatcherError, compile_value
 from pytest_mcpeval.catalog import Catalog, catalog_from_json
 from pytest_mcpeval.importers import bfcl
 from pytest_mcpeval.run.case import CaseRef
 from pytest_mcpeval.scoring.case import parse_call, score_case
-from pytest_mcpeval.scoring.matchers import MatcherError, compile_value
 from pytest_mcpeval.testing import ScriptedModelServer
 
 ROOT = Path(__file__).parent.parent

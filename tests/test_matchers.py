@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_mcpeval.scoring.matchers import (
+from pytest_mcpeval.benchmark.matchers import (
     MatcherError,
     bfcl_normalise,
     check_object,

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
+from pytest_mcpeval.benchmark.matchers import compile_args
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.scoring.case import NONE, Expectation, parse_call, score_case
-from pytest_mcpeval.scoring.matchers import compile_args
 from pytest_mcpeval.scoring.metrics import argument_rates, invented_labels, model_metrics, sort_labels
 
 CATALOG = Catalog(

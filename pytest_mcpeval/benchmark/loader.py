@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from pytest_mcpeval.benchmark.matchers import Matcher, MatcherError, Reference, compile_args, references
 from pytest_mcpeval.benchmark.problems import MAX_SHOWN, BenchmarkError, Loc, Problem, render_loc
 from pytest_mcpeval.benchmark.schema import FLOW_KEYS, BenchmarkFile, Case
 from pytest_mcpeval.benchmark.schema_errors import (
@@ -33,7 +34,6 @@ from pytest_mcpeval.benchmark.schema_errors import (
 )
 from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds, parse_yaml
 from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS, MAX_FILE_BYTES
-from pytest_mcpeval.scoring.matchers import Matcher, MatcherError, Reference, compile_args, references
 from pytest_mcpeval.text import did_you_mean
 
 if TYPE_CHECKING:

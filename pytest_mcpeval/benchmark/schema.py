@@ -7,7 +7,7 @@ a test checks it is current).
 
 Argument values in ``expect[].args`` are either literal JSON values or *matchers*
 (``{any_of: [...]}``, ``{regex: ...}``, ...).  Their grammar is checked by
-:mod:`pytest_mcpeval.scoring.matchers` when the file is loaded, so that an error can name the exact
+:mod:`pytest_mcpeval.benchmark.matchers` when the file is loaded, so that an error can name the exact
 argument path.
 """
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_mcpeval.benchmark.loader import Benchmark, Loc
+from pytest_mcpeval.benchmark.matchers import Matcher
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.run.case import missing_tool_message
-from pytest_mcpeval.scoring.matchers import Matcher
 from pytest_mcpeval.text import did_you_mean
 
 KINDS = ("unknown_tool", "unknown_argument", "wrong_type", "missing_required", "enum_violation", "unchecked")

@@ -142,7 +142,7 @@ def checked_args(args: Mapping[str, Any], level: int, policy: Policy) -> dict[st
 
 
 def _matches(when: Mapping[str, Any], args: Mapping[str, Any]) -> bool:
-    from pytest_mcpeval.scoring.matchers import check_object, compile_args
+    from pytest_mcpeval.benchmark.matchers import check_object, compile_args
 
     return not check_object(compile_args(when), args, allow_extra=True)
 

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval.benchmark.matchers import MATCHER_KEYS, is_integer
 from pytest_mcpeval.importers import UserError
 from pytest_mcpeval.importers.bfcl_read import CATEGORIES, Question, category_of, read_answers, read_entries
 from pytest_mcpeval.importers.bfcl_tools import FLOAT_HINT, PYTHON_HINT, VARIANT_MARKS, ToolSet, shown_name
-from pytest_mcpeval.scoring.matchers import MATCHER_KEYS, is_integer
 from pytest_mcpeval.text import did_you_mean, plural
 
 __all__ = ["CATEGORIES", "FLOAT_HINT", "PYTHON_HINT", "VARIANT_MARKS", "Question", "ToolSet", "add_arguments",

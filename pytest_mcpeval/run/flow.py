@@ -47,6 +47,7 @@ import copy
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_mcpeval.benchmark.loader import unknown_mock_tools
+from pytest_mcpeval.benchmark.matchers import check_object
 from pytest_mcpeval.benchmark.schema import MockResult
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
@@ -68,7 +69,6 @@ from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call
 from pytest_mcpeval.scoring.claims import checked_claim
 from pytest_mcpeval.scoring.flow import bind, score_flow
-from pytest_mcpeval.scoring.matchers import check_object
 from pytest_mcpeval.servers import ServerError
 from pytest_mcpeval.text import canonical_json
 from pytest_mcpeval.tool_result import tool_message

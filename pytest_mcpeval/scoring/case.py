@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_mcpeval import bounds
+from pytest_mcpeval.benchmark.matchers import Matcher
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.results import ArgumentCheck, CalledTool, ExpectedView, Mismatch, Score
 from pytest_mcpeval.results.case import NONE as NONE  # defined with the data; scoring users import it here
-from pytest_mcpeval.scoring.matchers import Matcher
 from pytest_mcpeval.text import canonical_json, truncate
 
 RAW_CAP = 1_000  # characters of a too-deep call's argument text the result keeps

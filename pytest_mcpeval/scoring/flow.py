@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NotRequired
 
 from pytest_mcpeval import bounds
+from pytest_mcpeval.benchmark.matchers import Matcher, Reference
 from pytest_mcpeval.benchmark.schema import OrderMode
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.results import (
@@ -54,7 +55,6 @@ from pytest_mcpeval.scoring.case import (
     max_matching,
 )
 from pytest_mcpeval.scoring.claims import coverage as claims_coverage
-from pytest_mcpeval.scoring.matchers import Matcher, Reference
 from pytest_mcpeval.text import canonical_json
 
 
