@@ -18,6 +18,7 @@ from pytest_mcpeval.defaults import (
     DROP_CORRECTIONS,
     PROMPT_CACHE_MODES,
 )
+from pytest_mcpeval.outputs import OUTPUTS
 from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 from pytest_mcpeval.settings import (
     drop_metrics,
@@ -62,10 +63,6 @@ def _what_runs(group: pytest.OptionGroup) -> None:
         "--mcp-tools", dest="mcp_tools", action="store_true", default=False,
         help="list the tools of every benchmark file's server (parameters, types, required, first line of the "
         "description) and run nothing else: no model is called",
-    )
-    group.addoption(
-        "--mcp-report", dest="mcp_report", metavar="PATH", default=None,
-        help="write the versioned JSON report to PATH",
     )
 
 
@@ -202,16 +199,8 @@ def _checks_and_outputs(group: pytest.OptionGroup) -> None:
         default=list(DEFAULT_DROP_METRICS),
         help=f"metrics compared: {', '.join(DROP_METRICS)} (default {','.join(DEFAULT_DROP_METRICS)})",
     )
-    group.addoption(
-        "--mcp-markdown", dest="mcp_markdown", metavar="PATH", default=None,
-        help="write the run's summary in Markdown to PATH (with --mcp-compare: the comparison with the baseline); "
-        "it is also appended to $GITHUB_STEP_SUMMARY when that is set",
-    )
-    group.addoption(
-        "--mcp-html", dest="mcp_html", metavar="PATH", default=None,
-        help="write the run as one self-contained HTML page to PATH (no network needed to view it): intervals, "
-        "confusion heatmap, per-tool bars, description diffs against --mcp-compare, every case and flow transcript",
-    )
+    for output in OUTPUTS:  # the files written from the report, one option each (outputs.py)
+        group.addoption(output.option, dest=output.dest, metavar="PATH", default=None, help=output.help)
 
 
 def _ini_keys(parser: pytest.Parser) -> None:
@@ -221,7 +210,9 @@ def _ini_keys(parser: pytest.Parser) -> None:
     parser.addini("mcp_judge_model", default="", help="default for --mcp-judge-model")
     parser.addini("mcp_cache_dir", default="", help="default for --mcp-cache-dir (relative to the rootdir)")
     parser.addini("mcp_prompt_cache", default="", help="default for --mcp-prompt-cache (auto or off)")
-    parser.addini("mcp_html", default="", help="default for --mcp-html (relative to the rootdir)")
+    for output in OUTPUTS:
+        if output.ini:
+            parser.addini(output.dest, default="", help=f"default for {output.option} (relative to the rootdir)")
     parser.addini("mcp_models", type="linelist", default=[],
                   help="models to evaluate when --mcp-models is not given")
     parser.addini("mcp_model_aliases", type="linelist", default=[],

@@ -1,9 +1,10 @@
 """The files a run writes from its finished report: one :class:`Output` per format, in :data:`OUTPUTS`.
 
 Each format is a pure rendering of the report (:mod:`pytest_mcpeval.report`) and one entry here: the option
-that asks for it, the :class:`~pytest_mcpeval.settings.Settings` attribute holding its path, the rendering and
-what the summary says once it is written.  A new format is its rendering module and one entry (plus its
-option).  Files are written atomically by :mod:`pytest_mcpeval.storage`; a file that cannot be rendered or
+that asks for it (registered from this table, with its help; an ini default where it has one), the rendering
+and what the summary says once it is written.  :class:`~pytest_mcpeval.settings.Settings` keeps each path
+asked for in ``outputs``, checked writable at configure time.  A new format is its rendering module and one
+entry.  Files are written atomically by :mod:`pytest_mcpeval.storage`; a file that cannot be rendered or
 written is one line in the gate's failures (the gate fails), never a traceback, and an older file at that
 path is removed, so that it cannot pass for this run's.
 """
@@ -15,11 +16,20 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pytest_mcpeval.redact import Redactor
     from pytest_mcpeval.results import Report
-    from pytest_mcpeval.settings import Settings
+
+
+class Settings(Protocol):
+    """What writing needs of :class:`pytest_mcpeval.settings.Settings` (which reads its paths from this table, so
+    this module cannot import it)."""
+
+    outputs: dict[str, Path]
+    redactor: Redactor
+    models: list[str]
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +53,8 @@ def _json(report: Report) -> Report:
 
 @dataclass(frozen=True)
 class Output:
-    option: str  # the command-line option that asks for it
-    setting: str  # the Settings attribute that holds its path (None: not asked for)
+    option: str  # the command-line option that asks for it (its PATH is kept in Settings.outputs under this name)
+    help: str  # the option's help
     render: Callable[[Report], str | Mapping[str, Any]]  # text (masked once more) or JSON data
     written: str = ""  # what the summary says once it is written ("{path}" is its path); "" says nothing
     what: str = "file"  # what could not be rendered, in the failure's words
@@ -52,17 +62,27 @@ class Output:
     step_summary: bool = False  # also appended to $GITHUB_STEP_SUMMARY (then written there without a path too,
     #                             when the report has a comparison)
 
+    ini: bool = False  # an ini key of the option's name (mcp_html) gives a default, relative to the rootdir
+
+    @property
+    def dest(self) -> str:
+        """The option's attribute on ``config.option`` (``--mcp-html`` -> ``mcp_html``), also its ini key."""
+        return self.option.lstrip("-").replace("-", "_")
+
     def path(self, settings: Settings) -> Path | None:
-        value: Path | None = getattr(settings, self.setting)
-        return value
+        return settings.outputs.get(self.option)
 
 
 # in the order they are written: the Markdown before the users' hook (as it always was), the HTML page before
 # the JSON, so that a failure to write the page is in the JSON's gate
 OUTPUTS: tuple[Output, ...] = (
-    Output("--mcp-markdown", "markdown_path", _markdown, what="summary", before_hook=True, step_summary=True),
-    Output("--mcp-html", "html_path", _html, "HTML report written to {path}", what="page"),
-    Output("--mcp-report", "report_path", _json, "report written to {path}"),
+    Output("--mcp-markdown", "write the run's summary in Markdown to PATH (with --mcp-compare: the comparison with "
+           "the baseline); it is also appended to $GITHUB_STEP_SUMMARY when that is set",
+           _markdown, what="summary", before_hook=True, step_summary=True),
+    Output("--mcp-html", "write the run as one self-contained HTML page to PATH (no network needed to view it): "
+           "intervals, confusion heatmap, per-tool bars, description diffs against --mcp-compare, every case and "
+           "flow transcript", _html, "HTML report written to {path}", what="page", ini=True),
+    Output("--mcp-report", "write the versioned JSON report to PATH", _json, "report written to {path}"),
 )
 
 

@@ -27,6 +27,7 @@ from pytest_mcpeval.defaults import (
 )
 from pytest_mcpeval.gate.thresholds import Threshold, ThresholdError, parse_threshold
 from pytest_mcpeval.models.config import ModelConfigError, ModelRegistry, ModelSpec, split_names
+from pytest_mcpeval.outputs import OUTPUTS
 from pytest_mcpeval.redact import Redactor
 from pytest_mcpeval.redact import use as use_redactor
 from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS
@@ -161,7 +162,7 @@ class Settings:
     registry: ModelRegistry = field(default_factory=ModelRegistry)
     thresholds: list[Threshold] = field(default_factory=list)
     strict: bool = False
-    report_path: Path | None = None
+    outputs: dict[str, Path] = field(default_factory=dict)  # option (--mcp-report ...) -> PATH (outputs.OUTPUTS)
     concurrency: int = DEFAULT_CONCURRENCY
     per_model_concurrency: dict[str, int] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
@@ -182,8 +183,6 @@ class Settings:
     drop_level: float = DEFAULT_DROP_LEVEL
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
     drop_correction: str = "none"  # --mcp-drop-correction: "none" or "holm" (gate.compare.holm)
-    markdown_path: Path | None = None
-    html_path: Path | None = None  # --mcp-html / ini mcp_html: the self-contained HTML report
     list_tools: bool = False
     judge_model: str | None = None  # --mcp-judge-model / ini mcp_judge_model: judges claims without a check
     claims_threshold: float = DEFAULT_CLAIMS_THRESHOLD
@@ -191,6 +190,14 @@ class Settings:
     processes: int | None = None  # --mcp-processes: worker processes for litellm calls (None: auto)
     max_cost: float | None = None  # --mcp-max-cost: USD the run's model calls may spend (run.budget)
     prompt_cache: str = PROMPT_CACHE_MODES[0]  # --mcp-prompt-cache / ini mcp_prompt_cache (models.cost)
+
+    @property
+    def report_path(self) -> Path | None:  # --mcp-report: the JSON report
+        return self.outputs.get("--mcp-report")
+
+    @property
+    def html_path(self) -> Path | None:  # --mcp-html / ini mcp_html: the self-contained HTML report
+        return self.outputs.get("--mcp-html")
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -210,7 +217,7 @@ class Settings:
         judge = _judge_model(config, registry)
         prompt_cache = _prompt_cache(config)
         registry.prompt_cache = prompt_cache != "off"
-        return cls(models, registry, thresholds, bool(opt.mcp_strict), paths.report,
+        return cls(models, registry, thresholds, bool(opt.mcp_strict), paths.outputs,
                    concurrency=opt.mcp_concurrency, per_model_concurrency=per_model,
                    timeout=opt.mcp_timeout, connect_timeout=opt.mcp_connect_timeout,
                    retries=opt.mcp_retries, repeat=opt.mcp_repeat, record=record,
@@ -221,7 +228,7 @@ class Settings:
                    compare_path=paths.compare, baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
                    drop_correction=opt.mcp_drop_correction,
-                   markdown_path=paths.markdown, html_path=paths.html, list_tools=bool(opt.mcp_tools),
+                   list_tools=bool(opt.mcp_tools),
                    judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None
                                      else DEFAULT_CLAIMS_THRESHOLD),
@@ -281,15 +288,19 @@ class _Paths:
     def __init__(self, config: pytest.Config) -> None:
         opt = config.option
         self.here = Path(config.invocation_params.dir)
-        self.report = self.path(opt.mcp_report)
-        self.markdown = self.path(opt.mcp_markdown)
         self.save_baseline = self.path(opt.mcp_save_baseline)
         self.compare = self.path(opt.mcp_compare)
-        html_ini = config.getini("mcp_html").strip()
-        self.html = self.path(opt.mcp_html) or (None if not html_ini else Path(config.rootpath) / html_ini)
-        for option, value in (("--mcp-report", self.report), ("--mcp-markdown", self.markdown),
-                              ("--mcp-save-baseline", self.save_baseline),
-                              ("--mcp-html" if opt.mcp_html else "ini mcp_html", self.html)):
+        self.outputs: dict[str, Path] = {}
+        asked: list[tuple[str, Path | None]] = []
+        for output in OUTPUTS:
+            given = self.path(getattr(opt, output.dest))
+            ini = config.getini(output.dest).strip() if output.ini else ""
+            value = given or (Path(config.rootpath) / ini if ini else None)
+            if value is not None:
+                self.outputs[output.option] = value
+            asked.append((output.option if given or not ini else f"ini {output.dest}", value))
+        asked.append(("--mcp-save-baseline", self.save_baseline))
+        for option, value in asked:
             problem = unwritable(value)
             if problem:
                 raise pytest.UsageError(f"{option}={value}: {problem}")

@@ -14,6 +14,7 @@ import errno
 import json
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +28,6 @@ from sklearn.metrics import f1_score
 from pytest_mcpeval.models import litellm_client, litellm_failures
 from pytest_mcpeval.models.config import ModelRegistry
 from pytest_mcpeval.models.reply import CACHE_CONTENT_CAP, ModelReply, RawCall
-from pytest_mcpeval.run import cache as cache_module
 from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.single import CONTENT_CAP
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -380,9 +380,9 @@ def test_a_full_or_read_only_disk_is_noted_and_leaves_no_temp_file(tmp_path: Pat
 
     cache = ResponseCache(tmp_path, "new", "run-1")
     if failing == "mkstemp":
-        monkeypatch.setattr(cache_module.tempfile, "mkstemp", read_only)
+        monkeypatch.setattr(tempfile, "mkstemp", read_only)  # storage.write_atomic, which the cache writes through
     else:
-        monkeypatch.setattr(cache_module.os, "replace", full)
+        monkeypatch.setattr(os, "replace", full)
     assert cache.put(model(), "c" * 64, entry()) is False
     monkeypatch.undo()
     reason = "Permission denied" if failing == "mkstemp" else "No space left on device"
