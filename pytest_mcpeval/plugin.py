@@ -404,6 +404,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     dispatch = sys.modules.get("pytest_mcpeval.run.dispatch")  # never imported: nothing was started
     if dispatch is not None:
         dispatch.close_processes(config)
+    llama = sys.modules.get("pytest_mcpeval.models.llama.server")  # a local/qwen2.5-coder-* server was used
+    if llama is not None:
+        llama.release()  # the last process to give its lease back stops the server
     identities = sys.modules.get("pytest_mcpeval.run.identities")
     if identities is not None:
         identities.clean_up(config)
