@@ -90,7 +90,7 @@ def _free_port() -> int:
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, Any]:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (our own loopback server)
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as exc:
         return exc.code, None

@@ -58,7 +58,8 @@ def _installed(dist: str, version: str, route: Route) -> None:
     try:
         found = importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
-        raise LlamaError(f"{dist} is not installed: the model needs the optional extra: {install_hint(route)}") from None
+        raise LlamaError(f"{dist} is not installed: the model needs the optional extra: "
+                         f"{install_hint(route)}") from None
     if found != version:
         raise LlamaError(f"{dist} {found} is installed, the route is pinned to {version}: {install_hint(route)}")
 
