@@ -40,6 +40,7 @@ from pytest_mcpeval.models.llama import weights as weights_mod
 CTX_PER_SLOT = 8192  # tokens: the tracker's catalog is ~2,600; a flow adds its turns
 START_TIMEOUT = 300.0  # seconds for the server to load the weights and answer /health
 STOP_TIMEOUT = 10.0
+FOUND_TRIES = 6  # /health requests (5 s each) before a running server that does not answer is replaced
 LOG_TAIL = 5  # lines of the server's log quoted in a failed start
 
 
@@ -145,8 +146,11 @@ class Servers:
             running = Running(**data)
         except (OSError, ValueError, TypeError):
             return None
-        if _alive(running.pid) and _get(running.url + "/health")[0] == 200:
-            return running
+        for _ in range(FOUND_TRIES):  # a server busy on a loaded machine may be slow to answer /health
+            if not _alive(running.pid):
+                break
+            if _get(running.url + "/health")[0] == 200:
+                return running
         with contextlib.suppress(OSError):
             os.kill(running.pid, signal.SIGKILL)
         return None
