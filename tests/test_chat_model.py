@@ -73,7 +73,7 @@ def test_rewrite_tools_copies_and_records_per_tool() -> None:
     assert properties["issue_key"]["pattern"] == "^[A-Z]+-[0-9]+$"
     assert properties["pattern"] == {"type": "string"}
     assert "pattern" not in properties["tags"]["items"]
-    assert sent[1] is tools[1]
+    assert sent[1] == tools[1] and sent[1] is not tools[1]  # a copy litellm may edit
     assert changes == {"get_issue": [
         {"at": "properties.issue_key.pattern", "from": r"^[A-Z]+-\d+$", "to": "^[A-Z]+-[0-9]+$", "how": "exact"},
         {"at": "properties.tags.items.pattern", "from": r"[\S]", "to": "", "how": "dropped"},
@@ -99,6 +99,19 @@ def test_the_parser_leaves_real_calls_and_prose_alone() -> None:
     assert route.parse_text_calls(made, TOOLS).parsed_from_text is None
     prose = ModelReply(content='Use {"name": "delete_everything"} to clean up.')  # not a tool it was shown
     assert route.parse_text_calls(prose, TOOLS).calls == []
+    judged = ModelReply(content='{"name": "close_issue", "arguments": {}}')
+    assert route.parse_text_calls(judged, []).calls == []  # no tools sent: a verdict, not a call
+
+
+@pytest.mark.parametrize("text", [
+    '```json\n{"name": "rename_issue", "arguments": {"title": "x"}}\n```',  # as Qwen2.5-Coder-0.5B wrote it
+    '{"name": "rename_issue", "arguments": {"title": "x"}}',
+    '<tool_call>{"name": "rename_issue", "arguments": {"title": "x"}}</tool_call>',
+])
+def test_a_call_of_a_tool_that_does_not_exist_is_handed_on(text: str) -> None:
+    """The model's hallucination, which the scoring names (hallucinated_tools), not "no call"."""
+    reply = route.parse_text_calls(ModelReply(content=text), TOOLS)
+    assert reply.calls == [RawCall("rename_issue", '{"title": "x"}')]
 
 
 # -- weights ----------------------------------------------------------------------------------------------------

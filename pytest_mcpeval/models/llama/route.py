@@ -26,7 +26,7 @@ import contextlib
 import fcntl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -102,12 +102,34 @@ def serving_facts(route: Route, running: Running) -> dict[str, Any]:
     return {**running.facts, "tool_parser": TOOL_PARSER, "patterns_rewritten": rewritten}
 
 
+class _AnyName(Collection[str]):
+    """Every non-empty name, for :func:`find_text_calls`: a serving layer hands on the call the model wrote, whatever
+    tool it names (a tool that does not exist is then scored as the model's hallucination, not as no call)."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and bool(name.strip())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 1
+
+
 def parse_text_calls(reply: ModelReply, tools: list[dict[str, Any]]) -> ModelReply:
-    """The calls the model wrote in its text, as calls, when it made none itself (the reply otherwise unchanged)."""
+    """The calls the model wrote in its text, as calls, when it made none itself (the reply otherwise unchanged).
+
+    A call of a tool the model was shown counts wherever it is written; a call of another name only where the
+    model clearly wrote a call: in a fence or a ``<tool_call>`` tag, or as the whole reply (not JSON quoted in
+    prose, such as ``{"name": "Alice"}`` in a sentence)."""
     if reply.calls or not reply.content:
         return reply
     names = {str(t["function"]["name"]) for t in tools if isinstance(t.get("function"), dict)}
-    found = find_text_calls(reply.content, names)
+    if not names:  # no tools were sent (a judge's request): nothing is a call
+        return reply
+    whole = reply.content.strip()[:1] in ("{", "[")
+    found = [c for c in find_text_calls(reply.content, _AnyName())
+             if c.name in names or c.format != "json" or whole]
     if not found:
         return reply
     reply.calls = [RawCall(name=c.name, arguments=c.arguments) for c in found]

@@ -87,22 +87,16 @@ def _walk(schema: Any, path: str, changes: list[dict[str, str]]) -> Any:
 
 
 def rewrite_tools(tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, str]]]]:
-    """A copy of OpenAI-format ``tools`` with the patterns llama.cpp cannot compile rewritten, and the changes per
-    tool name (tools without any are left out); ``tools`` itself is not modified."""
+    """A deep copy of OpenAI-format ``tools`` with the patterns llama.cpp cannot compile rewritten, and the changes
+    per tool name (tools without any are left out); ``tools`` itself is not modified."""
     changed: dict[str, list[dict[str, str]]] = {}
     out: list[dict[str, Any]] = []
-    for tool in tools:
+    for tool in copy.deepcopy(tools):  # all of it a copy: litellm may edit what it is given, on another thread
         function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or "parameters" not in function:
-            out.append(tool)
-            continue
-        changes: list[dict[str, str]] = []
-        parameters = _walk(function["parameters"], "", changes)
-        if not changes:
-            out.append(tool)
-            continue
-        changed[str(function.get("name"))] = changes
-        copied = copy.copy(tool)
-        copied["function"] = {**function, "parameters": parameters}
-        out.append(copied)
+        if isinstance(function, dict) and "parameters" in function:
+            changes: list[dict[str, str]] = []
+            function["parameters"] = _walk(function["parameters"], "", changes)
+            if changes:
+                changed[str(function.get("name"))] = changes
+        out.append(tool)
     return out, changed
