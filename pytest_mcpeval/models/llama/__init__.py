@@ -17,16 +17,13 @@ Names (``--mcp-models``): ``local/qwen2.5-coder-1.5b`` (extra ``[chat-1.5b]``, 1
 target ``llama-server/<name>``, which the rest of the plugin treats as a model that fills arguments and makes flows
 (not as the ``local/minilm`` retriever).  docs/chat-model.md says where the weights come from.
 
-Pure constants here: :mod:`pytest_mcpeval.models.config` imports this at configure time in every process.
+Pure constants here, importing nothing of the plugin: :mod:`pytest_mcpeval.models.config` imports this at configure
+time in every process (and the route's modules import nothing that imports them back: no import cycle).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pytest_mcpeval.models.config import ModelSpec
 
 NAME_PREFIX = "local/"
 TARGET_PREFIX = "llama-server/"
@@ -82,13 +79,13 @@ def served_target(target: str) -> str:
     return target
 
 
-def owns(model: ModelSpec) -> bool:
-    """Whether ``model`` is served by this route."""
-    return model.target.startswith(TARGET_PREFIX)
+def owns(target: str) -> bool:
+    """Whether a model's (litellm-side) ``target`` is served by this route."""
+    return target.startswith(TARGET_PREFIX)
 
 
-def route_of(model: ModelSpec) -> Route:
-    name = model.target[len(TARGET_PREFIX):]
+def route_of(target: str) -> Route:
+    name = target[len(TARGET_PREFIX):]
     try:
         return ROUTES[name]
     except KeyError:

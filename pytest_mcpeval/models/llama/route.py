@@ -1,6 +1,6 @@
 """One call of a ``local/qwen2.5-coder-*`` model: what a serving layer in front of llama-server owns, then litellm.
 
-:func:`complete` is reached from :func:`pytest_mcpeval.models.litellm_client.complete` (one line there), so it runs
+:func:`complete` is reached from :func:`pytest_mcpeval.models.litellm_client.complete` (a hook there), so it runs
 wherever litellm calls run (the pytest process, an xdist worker, a ``--mcp-processes`` worker).  It
 
 1. gets the machine's server for the route (:mod:`.server`; started on the first call);
@@ -26,12 +26,11 @@ import contextlib
 import fcntl
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import replace
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.llama import LlamaError, Route, route_of
 from pytest_mcpeval.models.llama import weights as weights_mod
@@ -86,7 +85,7 @@ def slot(route: Route, count: int) -> Iterator[None]:
 
 def served_spec(model: ModelSpec, running: Running) -> ModelSpec:
     """The litellm-side model: llama-server's OpenAI-compatible endpoint, ``max_tokens`` bounded."""
-    route = route_of(model)
+    route = route_of(model.target)
     params = {**model.params, "api_base": running.url + "/v1", "api_key": NO_KEY}
     defaults = set(model.defaults)
     if "max_tokens" not in params and "max_completion_tokens" not in params:
@@ -138,14 +137,15 @@ def parse_text_calls(reply: ModelReply, tools: list[dict[str, Any]]) -> ModelRep
 
 
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
-    from pytest_mcpeval.models import litellm_client
-
+             call: Callable[..., ModelReply], error: type[Exception], retries: int = DEFAULT_RETRIES,
+             timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
+    """``call`` is litellm_client.complete and ``error`` its ModelCallError (given, not imported: the route imports
+    nothing that imports it)."""
     try:
-        route = route_of(model)
+        route = route_of(model.target)
         running = SERVERS.get(route)
     except LlamaError as exc:
-        raise ModelCallError(f"model {model.name}: {exc}") from None
+        raise error(f"model {model.name}: {exc}") from None
     sent, changes = rewrite_tools(tools)
     if changes:
         with _rewritten_lock:
@@ -153,10 +153,9 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     served = served_spec(model, running)
     with slot(route, running.slots):
         try:
-            reply = litellm_client.complete(served, messages, sent, retries=retries,
-                                            timeout=max(timeout, MIN_TIMEOUT), seed=seed)
-        except ModelCallError as exc:
-            raise ModelCallError(f"{exc}; llama-server's log: {running.log}") from None
+            reply = call(served, messages, sent, retries=retries, timeout=max(timeout, MIN_TIMEOUT), seed=seed)
+        except error as exc:
+            raise error(f"{exc}; llama-server's log: {running.log}") from None
     reply = parse_text_calls(reply, tools)
     shown = dict(reply.params_sent or {})
     shown.pop("api_base", None)  # a port of this run: the serving facts say where it ran
@@ -169,7 +168,7 @@ def problem(model: ModelSpec) -> str | None:
     """The pre-flight check's line for ``model`` (run/preflight.py): packages missing or not the pinned versions,
     weights that fail their hash (joined now, once); ``None`` when it can be served."""
     try:
-        route = route_of(model)
+        route = route_of(model.target)
         weights_mod.check_installed(route)
         weights_mod.weights_file(route)
     except LlamaError as exc:

@@ -36,7 +36,6 @@ from typing import Any
 
 from pytest_mcpeval.models.llama import RUNTIME_DIST, RUNTIME_VERSION, LlamaError, Route
 from pytest_mcpeval.models.llama import weights as weights_mod
-from pytest_mcpeval.models.processes import environment
 
 CTX_PER_SLOT = 8192  # tokens: the tracker's catalog is ~2,600; a flow adds its turns
 START_TIMEOUT = 300.0  # seconds for the server to load the weights and answer /health
@@ -82,6 +81,17 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _environment() -> dict[str, str]:
+    """A copy of ``os.environ`` safe on any thread while pytest's main thread sets and deletes variables (as
+    :func:`pytest_mcpeval.models.processes.environment`; not imported: the processes import this route)."""
+    found: dict[str, str] = {}
+    for name in list(os.environ):
+        value = os.environ.get(name)
+        if value is not None:
+            found[name] = value
+    return found
 
 
 def _free_port() -> int:
@@ -165,7 +175,7 @@ class Servers:
         args = [str(executable), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
                 "--ctx-size", str(CTX_PER_SLOT * count), "--parallel", str(count), "--threads", str(threads),
                 "--threads-http", "2", "--jinja", "--no-webui", "--alias", route.name]
-        env = environment()  # not dict(os.environ): pytest's main thread sets and deletes variables meanwhile
+        env = _environment()
         env["LD_LIBRARY_PATH"] = ":".join(p for p in (str(executable.parent), env.get("LD_LIBRARY_PATH")) if p)
         version = ""
         with contextlib.suppress(OSError, subprocess.SubprocessError):
