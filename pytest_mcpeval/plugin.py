@@ -218,6 +218,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     planning = sys.modules.get("pytest_mcpeval.run.planning")  # never imported: nothing was started
     if planning is not None:
         planning.close_processes(config)
+    llama = sys.modules.get("pytest_mcpeval.models.llama.server")  # a local/qwen2.5-coder-* server was used
+    if llama is not None:
+        llama.release()  # the last process to give its lease back stops the server
     gc_pause = sys.modules.get("pytest_mcpeval.run.gc_pause")  # a collection that ended without finishing
     if gc_pause is not None:
         gc_pause.resume_gc(config)

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mcpeval.models.llama import served_target
 from pytest_mcpeval.redact import mask_params
 
 DEFAULT_PARAMS: dict[str, Any] = {"temperature": 0}
@@ -180,6 +181,7 @@ class ModelRegistry:
 
     def resolve(self, name: str) -> ModelSpec:
         target = self.aliases.get(name, name)
+        target = served_target(target)  # local/qwen2.5-coder-*: llama-server/... (models/llama)
         user = {**self.params.get(target, {}), **self.params.get(name, {})}
         params = {**DEFAULT_PARAMS, **user}
         defaults = frozenset(k for k in DEFAULT_PARAMS if k not in user)

@@ -48,6 +48,10 @@ THOUGHT_SEPARATOR = "__thought__"
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
     """One chat completion with ``tools``; raises :class:`ModelCallError` once retries are spent."""
+    if model.target.startswith("llama-server/"):  # local/qwen2.5-coder-*: the llama.cpp route (models/llama)
+        from pytest_mcpeval.models.llama import route
+        return route.complete(model, messages, tools, complete, ModelCallError, retries=retries, timeout=timeout,
+                              seed=seed)
     litellm = load_litellm()
 
     litellm.suppress_debug_info = True

@@ -207,6 +207,6 @@ def tolerate_deep_arguments() -> None:
 
         handle._mcpeval_tolerant = True  # type: ignore[attr-defined]
         setattr(home, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010 (mypy: not in the stubs)
-        for name, module in list(sys.modules.items()):
+        for name, module in sys.modules.copy().items():  # one C-level copy: another thread may import meanwhile
             if name.startswith("litellm.") and getattr(module, "handle_invalid_parallel_tool_calls", None) is original:
                 setattr(module, "handle_invalid_parallel_tool_calls", handle)  # noqa: B010

@@ -64,6 +64,8 @@ class ModelReply:
     # (Gemini's finishReason, Anthropic's refusal / pause_turn): MALFORMED_FUNCTION_CALL is "stop" normalised
     finish_reason: str | None = None
     provider_finish_reason: str | None = None
+    # the shapes ("fence", "json", "tag") of the calls a serving layer parsed from the reply's text (models/llama)
+    parsed_from_text: str | None = None
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
@@ -81,6 +83,8 @@ class ModelReply:
             data["content_truncated"] = self.content_truncated or len(self.content)
         if data["content_truncated"] is None:
             del data["content_truncated"]
+        if data["parsed_from_text"] is None:
+            del data["parsed_from_text"]
         del data["params_sent"]  # kept beside the reply in the entry (run.dispatch)
         return data
 
@@ -104,4 +108,5 @@ class ModelReply:
             thinking_blocks=[dict(b) for b in blocks] if isinstance(blocks, list) and blocks else None,
             finish_reason=str(data["finish_reason"]) if data.get("finish_reason") else None,
             provider_finish_reason=str(data["provider_finish_reason"]) if data.get("provider_finish_reason") else None,
+            parsed_from_text=str(data["parsed_from_text"]) if data.get("parsed_from_text") else None,
         )

@@ -167,6 +167,7 @@ class CaseResult(Score):
     provider_finish_reason: NotRequired[str]
     blocked: NotRequired[str]  # an error: the provider's safety filter withheld the reply (the reason)
     text_calls: NotRequired[list[CalledTool]]  # calls of shown tools the reply wrote in its text, not as calls
+    calls_parsed_from_text: NotRequired[str]  # the serving layer parsed `called` from the text (models/llama): shapes
     usage: NotRequired[CaseUsage]
     latency_s: NotRequired[float]
     load_s: NotRequired[float]  # one-off setup this case paid, not in latency_s (the local model's load)

@@ -88,6 +88,9 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
 
     if model.target.startswith(LOCAL_PREFIX):
         return None  # the embedded model: no provider, no key
+    if model.target.startswith("llama-server/"):  # local/qwen2.5-coder-*: its packages and weights (models/llama)
+        from pytest_mcpeval.models.llama.route import problem
+        return problem(model) if _calls_needed(config, model) else None
     if not _calls_needed(config, model):
         return None  # a replay: litellm is not even imported (a replay of 1000 cases takes about its import time)
     if "api_key" in model.user_params and "/" in model.target:

@@ -88,6 +88,8 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
     if not reply.fills_arguments:  # a retriever names a tool and nothing more
         calls = [{"tool": c["tool"]} for c in calls]
     result.update(score_case(expects, calls, catalog, fills_arguments=reply.fills_arguments))
+    if reply.parsed_from_text:  # the route's tool parser made these calls of the text (models/llama/route.py)
+        result["calls_parsed_from_text"] = reply.parsed_from_text
     written = text_calls(reply, catalog)
     if written:
         result["text_calls"] = written

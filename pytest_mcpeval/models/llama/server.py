@@ -1,0 +1,292 @@
+"""One ``llama-server`` per machine and route, shared by every process of a run, ended when the last is done.
+
+The first process that needs the route (a pytest process, an xdist worker, a ``--mcp-processes`` worker) starts the
+server under a file lock in :func:`~pytest_mcpeval.models.llama.weights.cache_dir` ``/servers``; the others find it
+in the state file beside the lock and use it.  Each process using it holds a *lease* (a file named by its pid); a
+process gives its lease back at the end of its pytest session (:func:`release`, from ``pytest_unconfigure``) or at
+exit, and the last one to give it back stops the server.  A small keeper process (:mod:`.keeper`) also stops it once
+no process holding a lease is alive (a run killed with SIGKILL leaves no server behind).
+
+Bounded: ``--ctx-size`` (:data:`CTX_PER_SLOT` tokens a slot), ``--threads`` the cores this process may use,
+``--parallel`` :func:`slots` (one slot per four cores, at least one: on a small machine several slots only split
+the same cores, and each slot pays the catalog's prompt again), ``--jinja`` (the model's own chat template, which
+renders the tools), loopback only.  Its output goes to ``<route>.log`` beside the state file (kept after the run,
+named in every error); the facts the report records come from ``/props`` and ``--version``.
+
+A template without tool support makes llama-server drop the tools silently; the start fails instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.models.llama import RUNTIME_DIST, RUNTIME_VERSION, LlamaError, Route
+from pytest_mcpeval.models.llama import weights as weights_mod
+
+CTX_PER_SLOT = 8192  # tokens: the tracker's catalog is ~2,600; a flow adds its turns
+START_TIMEOUT = 300.0  # seconds for the server to load the weights and answer /health
+STOP_TIMEOUT = 10.0
+FOUND_TRIES = 6  # /health requests (5 s each) before a running server that does not answer is replaced
+LOG_TAIL = 5  # lines of the server's log quoted in a failed start
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def slots() -> int:
+    return max(1, min(4, cores() // 4))
+
+
+@dataclass(frozen=True)
+class Running:
+    """A started server, as the state file records it."""
+
+    url: str  # http://127.0.0.1:PORT
+    pid: int
+    keeper: int
+    log: str
+    slots: int
+    facts: dict[str, Any]  # for the report (route.serving_facts)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (our own child, not reaped yet) is not alive
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _environment() -> dict[str, str]:
+    """A copy of ``os.environ`` safe on any thread while pytest's main thread sets and deletes variables (as
+    :func:`pytest_mcpeval.models.processes.environment`; not imported: the processes import this route)."""
+    found: dict[str, str] = {}
+    for name in list(os.environ):
+        value = os.environ.get(name)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except (OSError, ValueError):
+        return 0, None
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-LOG_TAIL:])
+
+
+class Servers:
+    """The leases this process holds, by route (one lock per route guards its start, stop and state file)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, Running] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._children: list[subprocess.Popen[bytes]] = []
+
+    def _paths(self, route: Route) -> tuple[Path, Path, Path, Path]:
+        base = weights_mod.cache_dir() / "servers"
+        return (base / f"{route.name}.lock", base / f"{route.name}.json", base / f"{route.name}.leases",
+                base / f"{route.name}.log")
+
+    def get(self, route: Route) -> Running:
+        """The running server of ``route`` (started now if none is), with a lease of this process on it."""
+        if os.getpid() != self._pid:  # a forked child: the parent's leases are not its own
+            self._held, self._pid = {}, os.getpid()
+        with self._lock:
+            held = self._held.get(route.name)
+            if held is not None and _alive(held.pid):
+                return held
+            lock, state, leases, log = self._paths(route)
+            with weights_mod.locked(lock):
+                running = self._found(state)
+                if running is None:
+                    running = self._start(route, state, leases, log)
+                leases.mkdir(parents=True, exist_ok=True)
+                (leases / str(os.getpid())).touch()
+            self._held[route.name] = running
+            return running
+
+    @staticmethod
+    def _found(state: Path) -> Running | None:
+        try:
+            data = json.loads(state.read_text())
+            running = Running(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+        for _ in range(FOUND_TRIES):  # a server busy on a loaded machine may be slow to answer /health
+            if not _alive(running.pid):
+                break
+            if _get(running.url + "/health")[0] == 200:
+                return running
+        with contextlib.suppress(OSError):
+            os.kill(running.pid, signal.SIGKILL)
+        return None
+
+    def _start(self, route: Route, state: Path, leases: Path, log: Path) -> Running:
+        executable = weights_mod.binary(route)
+        model = weights_mod.weights_file(route)
+        count = slots()
+        threads = cores()
+        port = _free_port()
+        args = [str(executable), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+                "--ctx-size", str(CTX_PER_SLOT * count), "--parallel", str(count), "--threads", str(threads),
+                "--threads-http", "2", "--jinja", "--no-webui", "--alias", route.name]
+        env = _environment()
+        env["LD_LIBRARY_PATH"] = ":".join(p for p in (str(executable.parent), env.get("LD_LIBRARY_PATH")) if p)
+        version = ""
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run([str(executable), "--version"], env=env, capture_output=True, text=True, timeout=30)
+            version = next((line.split(":", 1)[1].strip() for line in (done.stdout + done.stderr).splitlines()
+                            if line.startswith("version:")), "")
+        leases.mkdir(parents=True, exist_ok=True)
+        for stale in leases.iterdir():
+            stale.unlink(missing_ok=True)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as out:
+            out.write(f"$ {' '.join(args)}\n".encode())
+            out.flush()
+            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                       start_new_session=True)  # Ctrl-C reaches pytest, which stops it
+        (leases / str(os.getpid())).touch()
+        keeper = subprocess.Popen([sys.executable, "-m", "pytest_mcpeval.models.llama.keeper", str(leases),
+                                   str(process.pid), str(state)], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._children = [process, keeper]  # kept: a Popen collected while its process runs warns
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + START_TIMEOUT
+        props: Any = None
+        while True:
+            code = process.poll()
+            if code is not None:
+                raise LlamaError(f"llama-server exited with status {code} while starting: {_tail(log)}; its log: {log}")
+            if _get(url + "/health", timeout=2.0)[0] == 200:
+                props = _get(url + "/props")[1]
+                break
+            if time.monotonic() > deadline:
+                _stop(process.pid)
+                raise LlamaError(f"llama-server did not answer /health within {START_TIMEOUT:g} s: {_tail(log)}; "
+                                 f"its log: {log}")
+            time.sleep(0.5)
+        props = props if isinstance(props, dict) else {}
+        caps = props.get("chat_template_caps") if isinstance(props.get("chat_template_caps"), dict) else {}
+        if caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False:
+            _stop(process.pid)
+            raise LlamaError(f"the chat template of {model.name} has no tool support (llama-server would drop the "
+                             f"tools silently); its log: {log}")
+        facts = {
+            "runtime": f"llama.cpp llama-server ({RUNTIME_DIST} {RUNTIME_VERSION})",
+            "version": version or None, "build": props.get("build_info"),
+            "weights": {"file": model.name, "sha256": route.weights.sha256, "bytes": route.weights.size,
+                        "from": route.weights.origin},
+            "ctx_size": CTX_PER_SLOT * count, "parallel": count, "threads": threads,
+            "chat_template_supports_tools": caps.get("supports_tools"), "log": str(log),
+        }
+        running = Running(url=url, pid=process.pid, keeper=keeper.pid, log=str(log), slots=count, facts=facts)
+        state.write_text(json.dumps(running.__dict__))
+        return running
+
+    def release(self) -> None:
+        """Give back this process's leases; stop each server no live process holds a lease on any more."""
+        with self._lock:
+            held, self._held = self._held, {}
+        if os.getpid() != self._pid:
+            return
+        for name, running in held.items():
+            base = weights_mod.cache_dir() / "servers"
+            leases = base / f"{name}.leases"
+            with weights_mod.locked(base / f"{name}.lock"):
+                (leases / str(os.getpid())).unlink(missing_ok=True)
+                if not any_alive(leases):
+                    _stop(running.pid)
+                    with contextlib.suppress(OSError):
+                        os.kill(running.keeper, signal.SIGTERM)
+                    (base / f"{name}.json").unlink(missing_ok=True)
+
+
+def any_alive(leases: Path) -> bool:
+    """Whether a live process holds a lease in ``leases`` (the leases of dead ones are removed)."""
+    try:
+        entries = list(leases.iterdir())
+    except OSError:
+        return False
+    found = False
+    for entry in entries:
+        try:
+            pid = int(entry.name)
+        except ValueError:
+            continue
+        if _alive(pid):
+            found = True
+        else:
+            entry.unlink(missing_ok=True)
+    return found
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM, then SIGKILL after :data:`STOP_TIMEOUT`; reaps it when it is our child."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, 0)
+
+
+SERVERS = Servers()
+atexit.register(SERVERS.release)
+
+
+def release() -> None:
+    """End of a pytest session in this process (``pytest_unconfigure``): give back its leases."""
+    SERVERS.release()
