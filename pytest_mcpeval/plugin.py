@@ -163,6 +163,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mcp-processes workers); the cases not run are errors and the gate fails; replays cost nothing",
     )
     group.addoption(
+        "--mcp-overlay", dest="mcp_overlay", metavar="PATH", default=None,
+        help="replace the descriptions of the tools an overlay file names (`version: 1`, `tools: {NAME: "
+        "{description: ...}}`) before any model sees the catalog; a tool the catalog lacks is a usage error "
+        "(docs/tuning.md)",
+    )
+    group.addoption(
         "--mcp-prompt-cache", dest="mcp_prompt_cache", metavar="MODE", type=prompt_cache_mode, default=None,
         help=f"{' or '.join(PROMPT_CACHE_MODES)}: mark the tool catalog and system prompt as a cacheable prefix for "
         "providers that cache only where asked (Anthropic cache_control; default auto; ini mcp_prompt_cache)",
@@ -366,6 +372,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from pytest_mcpeval.run import preflight
 
         check_judge(session.config, session.items)
+        overlay = session.config.stash[SETTINGS_KEY].overlay
+        if overlay is not None:  # --mcp-overlay names tools the catalogs have
+            from pytest_mcpeval.overlay import check
+
+            check(session.config, [bench for bench, _, _ in preflight.from_items(session.items)], overlay)
         if preflight.wanted(session.config):
             preflight.check(session.config, preflight.from_items(session.items))
 
@@ -380,6 +391,12 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         from pytest_mcpeval.run import preflight
 
         check_judge_ids(node.config, list(identities.values()))
+        overlay = node.config.stash[SETTINGS_KEY].overlay
+        if overlay is not None:  # --mcp-overlay names tools the catalogs have
+            from pytest_mcpeval.overlay import check
+
+            cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
+            check(node.config, [bench for bench, _, _ in cases], overlay)
         if preflight.wanted(node.config):
             cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
             preflight.check(node.config, cases)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_mcpeval.overlay import Overlay
     from pytest_mcpeval.results import Baseline
 
 from pytest_mcpeval.defaults import (
@@ -191,6 +192,7 @@ class Settings:
     processes: int | None = None  # --mcp-processes: worker processes for litellm calls (None: auto)
     max_cost: float | None = None  # --mcp-max-cost: USD the run's model calls may spend (run.budget)
     prompt_cache: str = PROMPT_CACHE_MODES[0]  # --mcp-prompt-cache / ini mcp_prompt_cache (models.cost)
+    overlay: Overlay | None = None  # --mcp-overlay: descriptions that replace the catalog's (overlay.py)
 
     def model_specs(self, file_models: list[str]) -> list[ModelSpec]:
         return [self.registry.resolve(name) for name in (self.models or file_models)]
@@ -277,6 +279,14 @@ class Settings:
         if not cache_dir.is_absolute():
             base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
             cache_dir = Path(base) / cache_dir
+        overlay = None
+        if getattr(opt, "mcp_overlay", None):
+            from pytest_mcpeval.overlay import OverlayError, load_overlay
+
+            try:
+                overlay = load_overlay(path(opt.mcp_overlay) or Path(), opt.mcp_overlay)
+            except OverlayError as exc:
+                raise pytest.UsageError(f"--mcp-overlay={exc}") from None
         return cls(models, registry, thresholds, bool(opt.mcp_strict), report,
                    concurrency=opt.mcp_concurrency, per_model_concurrency=per_model, timeout=opt.mcp_timeout,
                    connect_timeout=opt.mcp_connect_timeout,
@@ -294,7 +304,7 @@ class Settings:
                                      else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=use_redactor(Redactor.for_run(registry.params.values())),
                    processes=getattr(opt, "mcp_processes", None), max_cost=getattr(opt, "mcp_max_cost", None),
-                   prompt_cache=prompt_cache)
+                   prompt_cache=prompt_cache, overlay=overlay)
 
 
 def unwritable(path: Path | None) -> str | None:
