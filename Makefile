@@ -19,7 +19,7 @@ SERVERS_PY := $(SERVERS)/.venv-servers/.installed
 SERVERS_NODE := $(SERVERS)/node_modules/.installed
 NPM ?= npm
 
-.PHONY: venv test lint typecheck demo schema clean servers
+.PHONY: venv test lint typecheck demo tune-demo schema clean servers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,11 @@ typecheck: $(DEV)
 
 demo: $(LOCAL)
 	$(BIN)/python examples/demo.py
+
+# the tuning loop, offline: local/minilm on the examples with examples/tune/candidates.yaml (docs/tuning.md)
+tune-demo: $(LOCAL)
+	$(BIN)/python -m pytest_mcpeval tune examples/tracker examples/github --model local/minilm \
+		--candidates examples/tune/candidates.yaml --out .mcpeval/tune
 
 schema: $(LOCAL)
 	$(BIN)/python -c "import json; from pytest_mcpeval.benchmark.schema import json_schema; \

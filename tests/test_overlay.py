@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import make_project, run
+
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.overlay import OverlayError, dump_overlay, load_overlay, parse_overlay
 from pytest_mcpeval.results.schema import validate_report

@@ -61,6 +61,8 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
         raise TuneError("no model: give --model MODEL (e.g. local/minilm)")
     if not args.candidates and not args.proposer:
         raise TuneError("nothing to try: give --candidates FILE and/or --proposer MODEL")
+    if not 0 < args.holdout < 1:
+        raise TuneError(f"--holdout={args.holdout:g}: the held-out share must be strictly between 0 and 1")
     if not 0 < args.level < 1:
         raise TuneError(f"--level={args.level:g}: expected a level strictly between 0 and 1")
     if args.max_token_growth < 0 or args.rounds < 1:

@@ -99,7 +99,9 @@ class Evaluator:
         self.seconds += time.perf_counter() - started
         if done.returncode not in (0, 1, 5):  # 1: some case missed (the gate); 5: nothing selected
             lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-            tail = " | ".join(lines[-3:]) if lines else f"exit status {done.returncode}"
+            start = next((i + 1 for i, ln in enumerate(lines) if "ERROR collecting" in ln), None)
+            shown = lines[start:start + 3] if start is not None else [ln for ln in lines if ln.startswith("ERROR")]
+            tail = " | ".join(shown or lines[-3:]) or f"exit status {done.returncode}"
             raise TuneError(f"{what}: pytest failed (exit status {done.returncode}): {tail}")
         return done
 

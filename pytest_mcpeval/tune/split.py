@@ -1,8 +1,9 @@
 """The seeded, stratified split of the cases into a train part and a held-out part.
 
 Cases are grouped by their expected tool (flows by their first expected tool, cases expecting no call under
-``(none)``); each group, in a seeded order, gives ``round(share * size)`` cases to the held-out part, rounded
-so that a group of two or more keeps at least one case on each side.  The same cases and seed give the same
+``(none)``); each group, in a seeded order, gives ``share * size`` cases to the held-out part, the fraction
+rounded up or down by a seeded draw (so groups of one case go either way, about ``share`` of them held out),
+and a group of two or more keeps at least one case on each side.  The same cases and seed give the same
 split on every machine; the two parts are disjoint and together hold every case.
 """
 
@@ -31,8 +32,10 @@ def split_cases(cases: Mapping[str, list[str]], holdout: float, seed: int) -> tu
     held: list[str] = []
     for label in sorted(groups):
         keys = groups[label]
-        random.Random(f"{seed}:{label}").shuffle(keys)
-        k = round(holdout * len(keys) + 1e-9)
+        rng = random.Random(f"{seed}:{label}")
+        rng.shuffle(keys)
+        whole, fraction = divmod(holdout * len(keys), 1.0)
+        k = int(whole) + (rng.random() < fraction)
         if len(keys) >= 2:
             k = min(max(k, 1), len(keys) - 1)
         held += keys[:k]
