@@ -200,6 +200,21 @@ class Tuner:
         else:
             trial.verdict, trial.reason = "accepted", None
             trial.note = f"f1[{tool}] {f1.before or 0:.3f} -> {f1.after or 0:.3f} on held-out, p = {f1.p:.4g}"
+            self.confirm(number, trial, accepted, base)
+
+    def confirm(self, number: int, trial: Trial, accepted: Mapping[str, str], base: Evaluation) -> None:
+        """A change that passed on the cases it can affect and the guard sample runs on every held-out case: what
+        it takes from a tool outside its scope is a regression too."""
+        tool = trial.candidate.tool
+        after = self.evaluator.run({**accepted, tool: trial.candidate.description}, self.held,
+                                   f"r{number}-{tool}-holdout-all")
+        family = regression_family(tool, pairs_over(self.held, base.outcomes, after.outcomes), self.settings.level)
+        drops = [c for c in family if stats.significant_drop(c, self.settings.level)]
+        if drops:
+            trial.verdict, trial.reason = "rejected", REGRESSION
+            trial.regressions = [c.as_data() for c in drops]
+            trial.note = ("on every held-out case, significant drop (Holm) of "
+                          + ", ".join(f"{c.metric} {c.before:.3f} -> {c.after:.3f}" for c in drops))
 
     def recheck(self, number: int, trials: list[Trial], accepted: Mapping[str, str], base: Evaluation) -> None:
         """Changes accepted alone are run together on the held-out part; a joint regression keeps only the one
