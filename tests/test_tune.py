@@ -195,3 +195,40 @@ def test_parse_proposals() -> None:
     assert parse_proposals('```json\n["x"]\n```') == ["x"]
     assert parse_proposals("Just one description.") == ["Just one description."]
     assert parse_proposals("") == []
+
+
+WEATHER = ["Will it rain in Paris tomorrow?", "What is the temperature in Oslo today?", "Is it going to snow in Denver?",
+           "How windy will it be in Chicago this afternoon?", "Do I need an umbrella in London today?",
+           "What's the forecast for Tokyo this weekend?", "Will it be sunny in Madrid on Saturday?",
+           "How hot will it get in Cairo tomorrow?", "Is a thunderstorm expected in Miami tonight?",
+           "What will the weather be like in Berlin on Monday?", "Is it cold in Moscow right now?",
+           "Will there be fog in San Francisco tomorrow morning?", "How much rain will fall in Seattle this week?",
+           "What is the humidity in Singapore today?", "Should I expect hail in Dallas this evening?",
+           "Will it freeze in Toronto overnight?"]
+STOCKS = ["What is Apple's share price?", "How did the Nasdaq close today?", "Show me the stock price of Tesla.",
+          "What is the ticker price of MSFT?"]
+
+
+def test_local_minilm_accepts_a_description_that_names_the_requests(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded retriever for real: `t1` says nothing, so weather requests go nowhere; a description that says
+    what it does brings them to it (and the stock requests stay with `t2`)."""
+    pytest.importorskip("sentence_transformers")
+    schema = {"type": "object", "properties": {}}
+    tools = [{"name": "t1", "description": "Does things.", "inputSchema": schema},
+             {"name": "t2", "description": "Look up the latest stock price of a company by its ticker symbol.",
+              "inputSchema": schema}]
+    (tmp_path / "tools.json").write_text(json.dumps(tools))
+    lines = ["server: {tools_file: tools.json}", "cases:"]
+    for i, text in enumerate(WEATHER + STOCKS):
+        lines += [f"  - id: q{i}", f"    input: {json.dumps(text)}", f"    expect: [{{tool: {'t1' if i < 16 else 't2'}}}]"]
+    (tmp_path / "b.mcpeval.yaml").write_text("\n".join(lines) + "\n")
+    candidates = {"version": 1, "candidates": {"t1": ["Weather forecast: rain, snow, temperature, wind and sun for a "
+                                                      "city, today, tomorrow or this week."]}}
+    (tmp_path / "c.yaml").write_text(json.dumps(candidates))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    monkeypatch.chdir(tmp_path)
+    assert tune("b.mcpeval.yaml", "--model", "local/minilm", "--candidates", "c.yaml", "--out", "out") == 0
+    (trial,) = json.loads((tmp_path / "out" / "tune.json").read_text())["candidates"]
+    assert (trial["verdict"], trial["reason"]) == ("accepted", None), trial["note"]
+    assert trial["holdout"]["f1"]["after"] > trial["holdout"]["f1"]["before"] and trial["holdout"]["f1"]["p"] < 0.05
