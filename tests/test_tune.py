@@ -197,7 +197,8 @@ def test_parse_proposals() -> None:
     assert parse_proposals("") == []
 
 
-WEATHER = ["Will it rain in Paris tomorrow?", "What is the temperature in Oslo today?", "Is it going to snow in Denver?",
+WEATHER = ["Will it rain in Paris tomorrow?", "What is the temperature in Oslo today?",
+           "Is it going to snow in Denver?",
            "How windy will it be in Chicago this afternoon?", "Do I need an umbrella in London today?",
            "What's the forecast for Tokyo this weekend?", "Will it be sunny in Madrid on Saturday?",
            "How hot will it get in Cairo tomorrow?", "Is a thunderstorm expected in Miami tonight?",
@@ -221,7 +222,8 @@ def test_local_minilm_accepts_a_description_that_names_the_requests(tmp_path: Pa
     (tmp_path / "tools.json").write_text(json.dumps(tools))
     lines = ["server: {tools_file: tools.json}", "cases:"]
     for i, text in enumerate(WEATHER + STOCKS):
-        lines += [f"  - id: q{i}", f"    input: {json.dumps(text)}", f"    expect: [{{tool: {'t1' if i < 16 else 't2'}}}]"]
+        tool = "t1" if i < len(WEATHER) else "t2"
+        lines += [f"  - id: q{i}", f"    input: {json.dumps(text)}", f"    expect: [{{tool: {tool}}}]"]
     (tmp_path / "b.mcpeval.yaml").write_text("\n".join(lines) + "\n")
     candidates = {"version": 1, "candidates": {"t1": ["Weather forecast: rain, snow, temperature, wind and sun for a "
                                                       "city, today, tomorrow or this week."]}}
