@@ -23,7 +23,7 @@ SERVERS_PY := $(SERVERS)/.venv-servers/.installed
 SERVERS_NODE := $(SERVERS)/node_modules/.installed
 NPM ?= npm
 
-.PHONY: venv test lint typecheck demo demo-chat schema clean servers
+.PHONY: venv test lint typecheck demo demo-chat tune-demo schema clean servers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,11 @@ demo: $(LOCAL)
 
 demo-chat: $(CHAT_LARGE)
 	$(BIN)/python examples/demo_chat.py
+
+# the tuning loop, offline: local/minilm on the examples with examples/tune/candidates.yaml (docs/tuning.md)
+tune-demo: $(LOCAL)
+	$(BIN)/python -m pytest_mcpeval tune examples/tracker examples/github --model local/minilm \
+		--candidates examples/tune/candidates.yaml --out .mcpeval/tune
 
 schema: $(LOCAL)
 	$(BIN)/python -c "import json; from pytest_mcpeval.benchmark.schema import json_schema; \

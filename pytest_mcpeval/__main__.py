@@ -2,6 +2,7 @@
 
     python -m pytest_mcpeval import bfcl QUESTIONS.json POSSIBLE_ANSWERS.json --out DIR
     python -m pytest_mcpeval import atlas TASKS.csv --out DIR
+    python -m pytest_mcpeval tune PATH... --model MODEL --candidates FILE   (docs/tuning.md)
 
 Each importer lives in ``pytest_mcpeval.importers.<name>``, is listed in
 :data:`pytest_mcpeval.importers.IMPORTERS`, and provides ``add_arguments(parser)`` and
@@ -37,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"pytest_mcpeval.importers.{name}")
         module.add_arguments(sub)
         sub.set_defaults(run=module.run)
+    from pytest_mcpeval.tune import command as tune
+
+    tuner = commands.add_parser("tune", help=tune.HELP, description=tune.HELP)
+    tune.add_arguments(tuner)
+    tuner.set_defaults(run=tune.run)
     return parser
 
 

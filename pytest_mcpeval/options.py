@@ -154,6 +154,12 @@ def _calls(group: pytest.OptionGroup) -> None:
         "--mcp-processes workers); the cases not run are errors and the gate fails; replays cost nothing",
     )
     group.addoption(
+        "--mcp-overlay", dest="mcp_overlay", metavar="PATH", default=None,
+        help="replace the descriptions of the tools an overlay file names (`version: 1`, `tools: {NAME: "
+        "{description: ...}}`) before any model sees the catalog; a tool the catalog lacks is a usage error "
+        "(docs/tuning.md)",
+    )
+    group.addoption(
         "--mcp-prompt-cache", dest="mcp_prompt_cache", metavar="MODE", type=prompt_cache_mode, default=None,
         help=f"{' or '.join(PROMPT_CACHE_MODES)}: mark the tool catalog and system prompt as a cacheable prefix for "
         "providers that cache only where asked (Anthropic cache_control; default auto; ini mcp_prompt_cache)",

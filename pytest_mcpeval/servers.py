@@ -131,6 +131,13 @@ class ServerPool:
         process; ``None`` for a static tool list (no server was started)."""
         return self._startup.get(id(catalog))
 
+    def same_server(self, derived: Catalog, original: Catalog) -> None:
+        """``derived`` (``original`` with other descriptions: overlay.py) is served by ``original``'s connection."""
+        if id(original) in self._sessions:
+            self._sessions[id(derived)] = self._sessions[id(original)]
+        if id(original) in self._startup:
+            self._startup[id(derived)] = self._startup[id(original)]
+
     def call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
         """Call tool ``name`` over the live session that listed ``catalog``.
 

@@ -193,6 +193,10 @@ class EvalSession:
                          "interrupted": stopped is not None}
         if self.collect_errors:
             report["run"]["collect_errors"] = list(self.collect_errors)
+        if settings.overlay is not None:
+            from pytest_mcpeval.overlay import overlay_info
+
+            report["run"]["overlay"] = overlay_info(settings.overlay, self.catalogs)
         if stopped is not None:
             report["run"]["stopped"] = stopped
         if compared:

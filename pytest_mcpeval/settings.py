@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_mcpeval.overlay import Overlay
     from pytest_mcpeval.results import Baseline
 
 from pytest_mcpeval.defaults import (
@@ -190,6 +191,7 @@ class Settings:
     processes: int | None = None  # --mcp-processes: worker processes for litellm calls (None: auto)
     max_cost: float | None = None  # --mcp-max-cost: USD the run's model calls may spend (run.budget)
     prompt_cache: str = PROMPT_CACHE_MODES[0]  # --mcp-prompt-cache / ini mcp_prompt_cache (models.cost)
+    overlay: Overlay | None = None  # --mcp-overlay: descriptions that replace the catalog's (overlay.py)
 
     @property
     def report_path(self) -> Path | None:  # --mcp-report: the JSON report
@@ -217,6 +219,7 @@ class Settings:
         judge = _judge_model(config, registry)
         prompt_cache = _prompt_cache(config)
         registry.prompt_cache = prompt_cache != "off"
+        overlay = _overlay(config, paths)
         return cls(models, registry, thresholds, bool(opt.mcp_strict), paths.outputs,
                    concurrency=opt.mcp_concurrency, per_model_concurrency=per_model,
                    timeout=opt.mcp_timeout, connect_timeout=opt.mcp_connect_timeout,
@@ -234,7 +237,7 @@ class Settings:
                                      else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=use_redactor(Redactor.for_run(registry.params.values())),
                    processes=getattr(opt, "mcp_processes", None), max_cost=getattr(opt, "mcp_max_cost", None),
-                   prompt_cache=prompt_cache)
+                   prompt_cache=prompt_cache, overlay=overlay)
 
 
 def _models(config: pytest.Config) -> list[str]:
@@ -350,6 +353,13 @@ def _judge_model(config: pytest.Config, registry: ModelRegistry) -> str | None:
         raise pytest.UsageError(f"--mcp-judge-model={judge}: a local/... model is a tool retriever and cannot "
                                 "judge claims; name a chat model (a litellm model string or an alias)")
     return judge
+
+
+def _overlay(config: pytest.Config, paths: _Paths) -> Overlay | None:
+    from pytest_mcpeval.overlay import from_option
+
+    given = getattr(config.option, "mcp_overlay", None)
+    return from_option(given, paths.path(given)) if given else None
 
 
 def _prompt_cache(config: pytest.Config) -> str:

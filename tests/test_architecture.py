@@ -176,3 +176,36 @@ def test_renderings_import_neither_scoring_nor_gate() -> None:
     bad = {name: targets for name, targets in bad.items() if targets}
     assert not bad, "renderings importing scoring or gate: " + "; ".join(
         f"{name} -> {', '.join(targets)}" for name, targets in sorted(bad.items()))
+
+
+# docs/architecture.md's layers, lowest first: a module imports only from its own layer and the ones before it
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("", "results", "text", "numbers", "bounds", "defaults", "redact", "json_file", "storage", "hookspecs",
+     "interrupts", "tool_result", "server_log"),
+    ("benchmark", "catalog", "transports", "server_secrets", "servers", "overlay"),
+    ("models", "catalog_report"),
+    ("scoring",),
+    ("gate",),
+    ("report",),
+    ("outputs", "settings", "keys"),
+    ("run", "checks"),
+    ("options", "collect", "session", "summary", "plugin", "__main__", "importers", "tune", "testing"),
+)
+# type-only, under TYPE_CHECKING: the stash key's type; importing run.case when pytest starts would load pydantic
+LAYER_EXCEPTIONS = {("pytest_mcpeval.keys", "pytest_mcpeval.run.case")}
+
+
+def layer_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    for number, members in enumerate(LAYERS):
+        if top in members:
+            return number
+    raise AssertionError(f"{module} is in no layer of docs/architecture.md (add it to LAYERS and to the page)")
+
+
+def test_layers_import_only_downwards() -> None:
+    graph = import_graph()
+    upward = sorted(f"{source} ({layer_of(source) + 1}) -> {target} ({layer_of(target) + 1})"
+                    for source, targets in graph.items() for target in targets
+                    if layer_of(target) > layer_of(source) and (source, target) not in LAYER_EXCEPTIONS)
+    assert not upward, "imports from a higher layer:\n  " + "\n  ".join(upward)

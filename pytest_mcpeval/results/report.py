@@ -38,11 +38,21 @@ class ModelRun(TypedDict):
     params_sent: NotRequired[dict[str, JSON]]
 
 
+class OverlayInfo(TypedDict):
+    """``--mcp-overlay``: the file whose descriptions replaced the catalog's (docs/tuning.md)."""
+
+    path: str
+    digest: str  # of the overlay's content
+    tools: list[str]  # the tools it names
+    catalogs: dict[str, list[str]]  # digest of each catalog it changed (as overlaid) -> the tools it set there
+
+
 class RunInfo(TypedDict, total=False):
     models: dict[str, ModelRun]
     interrupted: bool  # the run ended before every selected case ran (Ctrl-C, -x, --maxfail): the gate failed
     stopped: str  # why, when interrupted
     collect_errors: list[str]  # benchmark files that could not be collected (their cases are not in the report)
+    overlay: OverlayInfo  # only with --mcp-overlay
 
 
 class Gate(TypedDict):

@@ -32,6 +32,7 @@ class Engine:
         # what flows take from the run's settings: the judge of claims without a check, the default threshold
         self.judge: ModelSpec | None = None
         self.claims_threshold = DEFAULT_CLAIMS_THRESHOLD
+        self.overlay = settings.overlay if settings is not None else None  # --mcp-overlay (overlay.py)
         if settings is not None:
             self.claims_threshold = settings.claims_threshold
             if settings.judge_model:
@@ -86,6 +87,16 @@ class Engine:
         return self._exposures[memo]
 
     def server_catalog(self, ref: CaseRef, override: Any) -> Catalog:
+        """The server's catalog, with the descriptions of ``--mcp-overlay`` when one is given (overlay.py)."""
+        catalog = self._server_catalog(ref, override)
+        if self.overlay is None:
+            return catalog
+        overlaid = self.overlay.apply(catalog)
+        if overlaid is not catalog:
+            self.pool.same_server(overlaid, catalog)  # live calls and start-up time go by the catalog
+        return overlaid
+
+    def _server_catalog(self, ref: CaseRef, override: Any) -> Catalog:
         if override is not None:
             return self.pool.catalog_for_object(override)
         spec = ref.bench.spec.server

@@ -1,0 +1,136 @@
+"""Candidate descriptions: from a candidates file, and from a proposer model.
+
+A candidates file::
+
+    version: 1
+    candidates:
+      search_issues:
+        - "Full-text search over issue titles and comments ..."
+        - "Search issues by keywords, author or topic ..."
+
+The proposer is any litellm model (``--proposer``, parameters from ``--proposer-params`` JSON).  It is asked
+with the tool's current description, the descriptions of the tools it is confused with, and the *train* cases
+it misses (never a held-out input), and answers ``{"descriptions": [...]}``.  Its replies are kept in
+``OUT/proposer-cache`` (the plugin's response cache format), so a rerun asks nothing again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.text import did_you_mean
+from pytest_mcpeval.tune import TuneError
+
+MAX_MISSES = 12  # train inputs shown to the proposer per tool
+MAX_DESCRIPTION = 2000  # characters of a proposed description kept
+
+SYSTEM_PROMPT = """\
+You improve the descriptions of MCP tools so that a model choosing among many tools picks the right one. \
+Given a tool, its current description, the tools it is confused with and requests where the wrong tool was \
+chosen, write better descriptions of THIS tool only: say what it does, when to use it and when to use the \
+other tools instead. Keep each under 80 words. Answer with a JSON object {"descriptions": ["...", "..."]} \
+holding 1 to 3 alternatives, nothing else."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    tool: str
+    description: str
+    source: str  # "file" or "proposer"
+    round: int = 1
+
+
+def load_candidates(path: Path, tools: Sequence[str]) -> list[Candidate]:
+    """The candidates of a file; a :class:`TuneError` for a malformed file or a tool the catalog lacks."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TuneError(f"--candidates={path}: no such file") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise TuneError(f"--candidates={path}: cannot be read: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("candidates"), dict):
+        raise TuneError(f"--candidates={path}: expected `version: 1` and `candidates: {{TOOL: [DESCRIPTION, ...]}}`")
+    out: list[Candidate] = []
+    for tool, texts in data["candidates"].items():
+        if str(tool) not in tools:
+            raise TuneError(f"--candidates={path}: tool `{tool}` is not in the catalog{did_you_mean(str(tool), tools)}")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+            raise TuneError(f"--candidates={path}: candidates.{tool}: expected a list of non-empty descriptions")
+        out += [Candidate(str(tool), text.strip(), "file") for text in dict.fromkeys(texts)]
+    return out
+
+
+def proposer_messages(tool: str, current: str, confused: Mapping[str, str],
+                      misses: Sequence[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """The proposer's request: ``misses`` are (train input, expected tool, called tool)."""
+    lines = [f"Tool: {tool}", f"Current description: {current or '(none)'}", ""]
+    if confused:
+        lines.append("Tools it is confused with:")
+        lines += [f"- {name}: {text or '(no description)'}" for name, text in sorted(confused.items())]
+        lines.append("")
+    if misses:
+        lines.append("Requests where the wrong tool was chosen:")
+        lines += [f"- {text!r}: expected {expected}, chosen {called}" for text, expected, called in misses[:MAX_MISSES]]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def parse_proposals(content: str | None) -> list[str]:
+    """The descriptions of a proposer's reply: its JSON ``descriptions`` (or a JSON list), else the text itself."""
+    text = (content or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return [text[:MAX_DESCRIPTION]] if text else []
+    if isinstance(data, dict):
+        data = data.get("descriptions", data.get("description"))
+    if isinstance(data, str):
+        data = [data]
+    if not isinstance(data, list):
+        return []
+    return [d.strip()[:MAX_DESCRIPTION] for d in dict.fromkeys(data) if isinstance(d, str) and d.strip()]
+
+
+class Proposer:
+    """A litellm model asked for descriptions, its replies cached under ``cache_dir``."""
+
+    def __init__(self, name: str, params: Mapping[str, Any], cache_dir: Path) -> None:
+        from pytest_mcpeval.models.config import ModelRegistry
+        from pytest_mcpeval.run.cache import ResponseCache
+
+        registry = ModelRegistry()
+        registry.params[name] = dict(params)
+        self.model = registry.resolve(name)
+        self.cache = ResponseCache(cache_dir, "new", "tune")
+        self.calls = 0
+        self.cost_usd = 0.0
+
+    def propose(self, tool: str, current: str, confused: Mapping[str, str],
+                misses: Sequence[tuple[str, str, str]], round_: int) -> list[Candidate]:
+        from pytest_mcpeval.models import ModelCallError
+        from pytest_mcpeval.models.litellm_client import complete
+        from pytest_mcpeval.run.cache import request_key
+
+        messages = proposer_messages(tool, current, confused, misses)
+        key = request_key(self.model, messages, [], round_)
+        entry = self.cache.get(self.model, key)
+        if entry is None:
+            try:
+                reply = complete(self.model, messages, [])
+            except ModelCallError as exc:
+                raise TuneError(f"--proposer={self.model.name}: {exc}") from None
+            self.calls += 1
+            self.cost_usd += reply.cost_usd or 0.0
+            entry = reply.to_entry()
+            self.cache.put(self.model, key, entry)
+        texts = [t for t in parse_proposals(entry.get("content")) if t != current]
+        return [Candidate(tool, text, "proposer", round_) for text in texts]

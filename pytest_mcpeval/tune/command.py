@@ -1,0 +1,160 @@
+"""``python -m pytest_mcpeval tune PATH... --model MODEL [--candidates FILE] [--proposer MODEL] ...``.
+
+Exit status 0 when it ran (whether or not a change was accepted), 4 on a usage error (a candidate for an
+unknown tool, an empty split, no model, nothing to try), with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.text import did_you_mean
+from pytest_mcpeval.tune import TuneError
+from pytest_mcpeval.tune.candidates import Candidate, Proposer, load_candidates
+from pytest_mcpeval.tune.evaluate import Evaluation, Evaluator
+from pytest_mcpeval.tune.loop import Settings, Trial, Tuner, confused_with, missed_tools
+from pytest_mcpeval.tune.split import split_cases
+from pytest_mcpeval.tune.write import write_outputs
+
+HELP = "rewrite tool descriptions and keep only the rewrites that improve held-out cases significantly"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="benchmark files or directories, as for pytest")
+    parser.add_argument("--model", help="the model evaluated (a litellm model string, an ini alias, local/minilm)")
+    parser.add_argument("--candidates", type=Path, metavar="FILE",
+                        help="candidate descriptions: `version: 1`, `candidates: {TOOL: [DESCRIPTION, ...]}`")
+    parser.add_argument("--proposer", metavar="MODEL", help="a litellm model asked for candidate descriptions")
+    parser.add_argument("--proposer-params", default="{}", metavar="JSON",
+                        help='litellm parameters of the proposer, e.g. {"api_base": "http://..."}')
+    parser.add_argument("--tools", metavar="NAMES", help="comma-separated tools to tune (default: those with misses)")
+    parser.add_argument("--holdout", type=float, default=0.5, help="the held-out share of the cases (default 0.5)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the split and the guard samples (default 0)")
+    parser.add_argument("--level", type=float, default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--max-token-growth", type=float, default=0.25,
+                        help="largest growth of the catalog's tokens per request (default 0.25: +25%%)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of proposals (default 1)")
+    parser.add_argument("--out", type=Path, default=Path(".mcpeval/tune"), help="output folder")
+    parser.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                        help="the USD all evaluations may spend (passed on as --mcp-max-cost)")
+    parser.add_argument("--pytest-args", default="", metavar="ARGS",
+                        help="more pytest arguments for every evaluation, e.g. \"-o mcp_model_params='...'\"")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return tune(args)
+    except TuneError as exc:
+        print(f"python -m pytest_mcpeval tune: {exc}", file=sys.stderr)
+        return 4
+
+
+def _check(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.model:
+        raise TuneError("no model: give --model MODEL (e.g. local/minilm)")
+    if not args.candidates and not args.proposer:
+        raise TuneError("nothing to try: give --candidates FILE and/or --proposer MODEL")
+    if not 0 < args.holdout < 1:
+        raise TuneError(f"--holdout={args.holdout:g}: the held-out share must be strictly between 0 and 1")
+    if not 0 < args.level < 1:
+        raise TuneError(f"--level={args.level:g}: expected a level strictly between 0 and 1")
+    if args.max_token_growth < 0 or args.rounds < 1:
+        raise TuneError("--max-token-growth must be >= 0 and --rounds >= 1")
+    try:
+        params = json.loads(args.proposer_params)
+    except ValueError as exc:
+        raise TuneError(f"--proposer-params: not JSON ({exc})") from None
+    if not isinstance(params, dict):
+        raise TuneError("--proposer-params: expected a JSON object")
+    return params
+
+
+def _targets(args: argparse.Namespace, tools: list[str], base: Evaluation, train: list[str]) -> list[str]:
+    if not args.tools:
+        return missed_tools(base.outcomes[k] for k in train if k in base.outcomes)
+    names = [n.strip() for n in args.tools.split(",") if n.strip()]
+    for name in names:
+        if name not in tools:
+            raise TuneError(f"--tools: tool `{name}` is not in the catalog{did_you_mean(name, tools)}")
+    return names
+
+
+def _proposals(proposer: Proposer, targets: list[str], base: Evaluation, train: list[str],
+               texts: Mapping[str, str], number: int) -> list[Candidate]:
+    out: list[Candidate] = []
+    train_outcomes = [base.outcomes[k] for k in train if k in base.outcomes]
+    for tool in targets:
+        confused = {name: base.descriptions.get(name, "") for name in confused_with(tool, train_outcomes)}
+        misses = [(texts[o.key], o.expected, o.called) for o in train_outcomes
+                  if o.expected != o.called and tool in (o.expected, o.called)]
+        out += proposer.propose(tool, base.descriptions.get(tool, ""), confused, misses, number)
+    return out
+
+
+def tune(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    params = _check(args)
+    out: Path = args.out
+    evaluator = Evaluator(args.paths, args.model, shlex.split(args.pytest_args), out / "work", args.max_cost)
+    manifest = evaluator.manifest()
+    cases = manifest["cases"]
+    expected = {key: case["expected"] for key, case in cases.items()}
+    train, held = split_cases(expected, args.holdout, args.seed)
+    base = evaluator.run({}, None, "r1-base")
+    tools = sorted(base.descriptions)
+    pending = load_candidates(args.candidates, tools) if args.candidates else []
+    targets = _targets(args, tools, base, train)
+    proposer = Proposer(args.proposer, params, out / "proposer-cache") if args.proposer else None
+    tuner = Tuner(evaluator, expected, train, held, Settings(args.level, args.max_token_growth, args.seed))
+    first, accepted, trials = base, {}, []  # type: ignore[var-annotated]
+    for number in range(1, args.rounds + 1):
+        candidates = pending if number == 1 else []
+        if proposer is not None:
+            texts = {key: case["text"] for key, case in cases.items()}
+            candidates = candidates + _proposals(proposer, targets, base, train, texts, number)
+        if not candidates:
+            break
+        done: list[Trial] = tuner.round(number, accepted, base, candidates)
+        trials += done
+        new = {t.candidate.tool: t.candidate.description for t in done if t.verdict == "accepted"}
+        if not new or number == args.rounds:
+            accepted.update(new)
+            break
+        accepted.update(new)
+        base = evaluator.run(accepted, None, f"r{number + 1}-base")
+        targets = _targets(args, tools, base, train)
+    final = evaluator.run(accepted, None, "final", html=out / "report.html", report_path=out / "report.json")
+    data = _summary(args, manifest, train, held, first, final, evaluator, proposer, started)
+    write_outputs(out, data, trials, accepted)
+    kept = sum(t.verdict == "accepted" for t in trials)
+    print(f"tune: {kept} of {len(trials)} candidates accepted; {out / 'tune.md'}, {out / 'overlay.yaml'}, "
+          f"{out / 'report.html'}")
+    return 0
+
+
+def _summary(args: argparse.Namespace, manifest: Mapping[str, Any], train: list[str], held: list[str],
+             first: Evaluation, final: Evaluation, evaluator: Evaluator, proposer: Proposer | None,
+             started: float) -> dict[str, Any]:
+    from pytest_mcpeval.tune import stats
+    from pytest_mcpeval.tune.loop import pairs_over
+
+    pairs = pairs_over(held, first.outcomes, final.outcomes)
+    tools = sorted({o.expected for b, a in pairs for o in (b, a)} | {o.called for b, a in pairs for o in (b, a)})
+    changes = [stats.tool_f1(tool, pairs) for tool in tools] + [stats.accuracy(pairs)]
+    return {
+        "model": args.model, "paths": list(args.paths), "rootdir": manifest["rootdir"], "seed": args.seed,
+        "holdout_share": args.holdout, "level": args.level, "max_token_growth": args.max_token_growth,
+        "rounds": args.rounds, "split": {"train": train, "holdout": held},
+        "held_out_before_after": [c.as_data() for c in changes if c.before != c.after],
+        "cost": {"evaluations": evaluator.evaluations, "calls": evaluator.calls,
+                 "proposer_calls": proposer.calls if proposer else 0,
+                 "cost_usd": round(evaluator.cost_usd + (proposer.cost_usd if proposer else 0.0), 6),
+                 "seconds": round(time.perf_counter() - started, 1), "pytest_seconds": round(evaluator.seconds, 1)},
+    }

@@ -1,0 +1,153 @@
+"""One evaluation: pytest in a subprocess (the user's ini, aliases, params and response cache honoured) on the
+chosen cases with an overlay, read back from its JSON report.
+
+Each evaluation is ``python -m pytest PATH... --mcp-models=MODEL --mcp-overlay=FILE --mcp-report=FILE
+-p pytest_mcpeval.tune.select --mcpeval-tune-select=FILE -p no:cacheprovider`` plus the user's extra pytest
+arguments: a fresh process per evaluation, so nothing of one leaks into the next, and every call the response
+cache holds is replayed, not paid again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.overlay import dump_overlay
+from pytest_mcpeval.tune import TuneError
+
+NONE = "(none)"  # the label of "no tool" (scoring.case.NONE)
+_SELECT = "pytest_mcpeval.tune.select"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one case came to, as the report says it (the first repeat)."""
+
+    key: str  # "file::id"
+    expected: str  # the expected tool's label, NONE for a case that expects no call
+    called: str
+    correct: bool
+    flow: bool = False
+    passed: bool | None = None
+    coverage: float | None = None
+
+
+@dataclass
+class Evaluation:
+    outcomes: dict[str, Outcome]
+    tool_tokens: dict[str, int]  # tool -> tokens per request of the largest catalog that has it
+    descriptions: dict[str, str]  # tool -> the description its catalog had (overlaid)
+    calls: int = 0  # model calls made (not replayed from the cache)
+    cost_usd: float = 0.0
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def outcomes_of(report: Mapping[str, Any]) -> dict[str, Outcome]:
+    """Per case (its first repeat, without an error), what was expected and called."""
+    out: dict[str, Outcome] = {}
+    for case in report.get("cases", []):
+        if case.get("repeat", 0) or case.get("error") or case.get("correct") is None:
+            continue
+        key = f"{case['file']}::{case['id']}"
+        out[key] = Outcome(key, str(case.get("expected_label") or NONE), str(case.get("called_label") or NONE),
+                           bool(case["correct"]), bool(case.get("flow")), case.get("passed"), case.get("coverage"))
+    return out
+
+
+def catalog_facts(report: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, str]]:
+    """Tokens per request of the largest catalog holding each tool, and each tool's description there."""
+    tokens: dict[str, int] = {}
+    descriptions: dict[str, str] = {}
+    for info in sorted(report.get("catalogs", {}).values(), key=lambda i: i.get("tokens", 0)):
+        for name, tool in info.get("tools", {}).items():
+            tokens[name] = int(info.get("tokens", 0))
+            descriptions[name] = str(tool.get("description", ""))
+    return tokens, descriptions
+
+
+class Evaluator:
+    """Runs the evaluations of one tune command and counts what they cost."""
+
+    def __init__(self, paths: Sequence[str], model: str, pytest_args: Sequence[str], work: Path,
+                 max_cost: float | None = None) -> None:
+        self.paths = list(paths)
+        self.model = model
+        self.pytest_args = list(pytest_args)
+        self.work = work
+        self.max_cost = max_cost
+        self.evaluations = 0
+        self.calls = 0
+        self.cost_usd = 0.0
+        self.seconds = 0.0
+        work.mkdir(parents=True, exist_ok=True)
+
+    def _command(self, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "pytest", *self.paths, f"--mcp-models={self.model}", "-p", _SELECT,
+                "-p", "no:cacheprovider", "-q", *extra, *self.pytest_args]
+
+    def _pytest(self, command: list[str], what: str) -> subprocess.CompletedProcess[str]:
+        started = time.perf_counter()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        self.seconds += time.perf_counter() - started
+        if done.returncode not in (0, 1, 5):  # 1: some case missed (the gate); 5: nothing selected
+            lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+            start = next((i + 1 for i, ln in enumerate(lines) if "ERROR collecting" in ln), None)
+            shown = lines[start:start + 3] if start is not None else [ln for ln in lines if ln.startswith("ERROR")]
+            tail = " | ".join(shown or lines[-3:]) or f"exit status {done.returncode}"
+            raise TuneError(f"{what}: pytest failed (exit status {done.returncode}): {tail}")
+        return done
+
+    def manifest(self) -> dict[str, Any]:
+        """The rootdir and the cases PATH collects (nothing is called)."""
+        path = self.work / "manifest.json"
+        path.unlink(missing_ok=True)
+        self._pytest(self._command("--collect-only", f"--mcpeval-tune-manifest={path}"), "collecting the cases")
+        if not path.exists():
+            raise TuneError(f"no benchmark cases were collected from {' '.join(self.paths)}")
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def run(self, overlay: Mapping[str, str], cases: Iterable[str] | None, name: str,
+            html: Path | None = None, report_path: Path | None = None) -> Evaluation:
+        """Evaluate ``cases`` (``file::id`` keys; ``None``: all) with ``overlay`` (tool -> description)."""
+        self.evaluations += 1
+        report_path = report_path or self.work / f"{name}.json"
+        report_path.unlink(missing_ok=True)
+        extra = [f"--mcp-report={report_path}"]
+        if overlay:
+            overlay_file = self.work / f"{name}.overlay.yaml"
+            overlay_file.write_text(dump_overlay(overlay), encoding="utf-8")
+            extra.append(f"--mcp-overlay={overlay_file}")
+        if cases is not None:
+            chosen = self.work / f"{name}.select.json"
+            chosen.write_text(json.dumps([key.rsplit("::", 1) for key in sorted(cases)]), encoding="utf-8")
+            extra.append(f"--mcpeval-tune-select={chosen}")
+        if html is not None:
+            extra.append(f"--mcp-html={html}")
+        if self.max_cost is not None:
+            left = self.max_cost - self.cost_usd
+            if left <= 0:
+                raise TuneError(f"--max-cost={self.max_cost:g}: the budget is spent (${self.cost_usd:.4f})")
+            extra.append(f"--mcp-max-cost={left:.6f}")
+        self._pytest(self._command(*extra), f"evaluation {name}")
+        if not report_path.exists():
+            raise TuneError(f"evaluation {name}: pytest wrote no report ({report_path})")
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        calls, cost = 0, 0.0
+        for case in report.get("cases", []):
+            usage = case.get("usage") or {}
+            if not usage.get("cached", False) and not case.get("error"):
+                calls += 1
+            cost += float(usage.get("cost_usd") or 0.0)
+        self.calls += calls
+        self.cost_usd += cost
+        tokens, descriptions = catalog_facts(report)
+        return Evaluation(outcomes_of(report), tokens, descriptions, calls, cost, report)

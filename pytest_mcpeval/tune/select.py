@@ -1,0 +1,60 @@
+"""A pytest plugin the tune command loads in its subprocesses (``-p pytest_mcpeval.tune.select``).
+
+``--mcpeval-tune-select=FILE`` keeps only the case items whose ``[file, id]`` (the file relative to the rootdir,
+as the report writes it) the JSON list in FILE holds; every other item is deselected.  ``--mcpeval-tune-manifest=
+FILE`` writes, once the items are collected, the rootdir and each case's file, id, expected tools and user text
+(what the proposer may be shown of a train case).  Node ids are never parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.keys import CASE_KEY
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcpeval-tune", "used by python -m pytest_mcpeval tune")
+    group.addoption("--mcpeval-tune-select", dest="mcpeval_tune_select", metavar="FILE", default=None,
+                    help="keep only the cases [file, id] listed in FILE (JSON)")
+    group.addoption("--mcpeval-tune-manifest", dest="mcpeval_tune_manifest", metavar="FILE", default=None,
+                    help="write the rootdir and the collected cases to FILE (JSON)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_mcpeval.run.case import build_messages, relative_to_root
+
+    root = config.rootpath
+    manifest = config.option.mcpeval_tune_manifest
+    if manifest:
+        cases: dict[str, Any] = {}
+        for item in items:
+            ref = item.stash.get(CASE_KEY, None)
+            if ref is None or ref.model is None or ref.case.skip:
+                continue
+            file = relative_to_root(ref.bench.path, root)
+            messages = build_messages(None, ref.case)
+            cases[f"{file}::{ref.case.id}"] = {
+                "file": file, "id": ref.case.id, "flow": ref.case.is_flow,
+                "expected": [call.tool for call in ref.case.expect],
+                "text": "\n".join(str(m["content"]) for m in messages if m["role"] == "user"),
+            }
+        Path(manifest).write_text(json.dumps({"rootdir": str(root), "cases": cases}), encoding="utf-8")
+    chosen = config.option.mcpeval_tune_select
+    if not chosen:
+        return
+    wanted = {tuple(pair) for pair in json.loads(Path(chosen).read_text(encoding="utf-8"))}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        ref = item.stash.get(CASE_KEY, None)
+        selected = ref is not None and (relative_to_root(ref.bench.path, root), ref.case.id) in wanted
+        (keep if selected else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -1,0 +1,77 @@
+"""What the tune command writes to ``--out``: ``overlay.yaml`` (the accepted changes only), ``tune.json`` (every
+candidate, the split, the figures) and ``tune.md`` (the human summary)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_mcpeval.numbers import format_p
+from pytest_mcpeval.overlay import dump_overlay
+from pytest_mcpeval.text import plural
+from pytest_mcpeval.tune.loop import Trial
+
+VERSION = 1
+
+
+def description_diff(before: str, after: str) -> list[str]:
+    """A unified diff of two descriptions, wrapped at 90 characters (no header)."""
+    old = textwrap.wrap(before, 90) or [""]
+    new = textwrap.wrap(after, 90) or [""]
+    return [line for line in difflib.unified_diff(old, new, lineterm="", n=20)][2:]
+
+
+def _pair(metric: Mapping[str, Any] | None) -> str:
+    if not metric:
+        return "not measured"
+    before, after = metric.get("before"), metric.get("after")
+    def number(value: Any) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    shown = f"{number(before)} → {number(after)}"
+    return f"{shown} (p = {format_p(float(metric.get('p', 1.0)))}, {metric.get('discordant', 0)} cases changed)"
+
+
+def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
+    split = data["split"]
+    lines = [f"# Tuning descriptions for `{data['model']}`", "",
+             f"{plural(len(split['train']), 'train case')}, {plural(len(split['holdout']), 'held-out case')} "
+             f"(seed {data['seed']}, stratified by expected tool). A change is kept only when its tool's held-out "
+             f"F1 rises significantly (level {data['level']:g}), no other tool's F1, the accuracy, a flow's pass rate "
+             f"or coverage drops significantly (Holm), and tokens per request grow by at most "
+             f"{data['max_token_growth']:.0%}.", "",
+             f"**{plural(sum(t.verdict == 'accepted' for t in trials), 'change')} accepted** of "
+             f"{plural(len(trials), 'candidate')}.", ""]
+    for trial in trials:
+        c = trial.candidate
+        verdict = "kept" if trial.verdict == "accepted" else f"dropped: `{trial.reason}`"
+        lines += [f"## `{c.tool}` ({c.source}, round {c.round}): {verdict}", ""]
+        if trial.holdout is not None:
+            lines.append(f"- held-out f1[{c.tool}]: {_pair(trial.holdout.get('f1'))}")
+            lines.append(f"- held-out accuracy over the {trial.holdout.get('affected', 0)} cases it can affect: "
+                         f"{_pair(trial.holdout.get('accuracy_affected'))}")
+        if trial.train is not None:
+            lines.append(f"- train f1[{c.tool}]: {_pair(trial.train.get('f1'))}")
+        if trial.tokens is not None:
+            lines.append(f"- tokens per request: {trial.tokens['before']} → {trial.tokens['after']}")
+        lines += [f"- why: {trial.note}" if trial.note else "- why: accepted", "", "```diff",
+                  *description_diff(trial.before_description, c.description), "```", ""]
+    cost = data["cost"]
+    lines += ["## Cost", "",
+              f"{plural(cost['evaluations'], 'evaluation')} (one pytest run each), "
+              f"{plural(cost['calls'], 'model call')} made (the rest replayed from the cache), "
+              f"{plural(cost['proposer_calls'], 'proposer call')}, ${cost['cost_usd']:.4f}, "
+              f"{cost['seconds']:.1f} s.", ""]
+    return "\n".join(lines)
+
+
+def write_outputs(out: Path, data: dict[str, Any], trials: Sequence[Trial], accepted: Mapping[str, str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "overlay.yaml").write_text(dump_overlay(accepted), encoding="utf-8")
+    data = {**data, "version": VERSION, "candidates": [t.as_data() for t in trials], "accepted": dict(accepted)}
+    (out / "tune.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "tune.md").write_text(markdown(data, trials), encoding="utf-8")

@@ -1,0 +1,125 @@
+"""--mcp-overlay: descriptions replaced before any model sees the catalog (docs/tuning.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import make_project, run
+
+from pytest_mcpeval.catalog import Catalog
+from pytest_mcpeval.overlay import OverlayError, dump_overlay, load_overlay, parse_overlay
+from pytest_mcpeval.results.schema import validate_report
+from pytest_mcpeval.testing import ScriptedModelServer
+
+TOOLS = [
+    {"name": "list_issues", "description": "List issues in a repository.",
+     "inputSchema": {"type": "object", "properties": {"repo": {"type": "string", "description": "the repo"}}}},
+    {"name": "search_issues", "description": "Full-text search over issues.",
+     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}}},
+]
+BENCH = """server: {tools_file: tools.json}
+models: [fake]
+cases:
+  - id: search0
+    input: find issues about dark mode
+    expect: [{tool: search_issues}]
+"""
+NEW = "Search issues by words in their titles and comments."
+OVERLAY = f"version: 1\ntools:\n  search_issues: {{description: {NEW!r}, parameters: {{query: 'the words'}}}}\n"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
+    model_server.call("find issues about dark mode", "search_issues", query="dark mode")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": BENCH, "overlay.yaml": OVERLAY}, tools=TOOLS)
+    return pytester
+
+
+def sent_description(request: dict[str, object], tool: str) -> str:
+    tools = request["tools"]
+    assert isinstance(tools, list)
+    return next(str(t["function"]["description"]) for t in tools if t["function"]["name"] == tool)
+
+
+def test_overlay_reaches_the_model_the_report_and_the_cache_key(project: pytest.Pytester,
+                                                                 model_server: ScriptedModelServer) -> None:
+    result = run(project, "--mcp-overlay=overlay.yaml", "--mcp-report=report.json")
+    assert result.ret == 0
+    assert len(model_server.requests) == 1
+    assert sent_description(model_server.requests[0], "search_issues") == NEW
+    sent = model_server.requests[0]["tools"][1]["function"]["parameters"]  # type: ignore[index]
+    assert sent["properties"]["query"]["description"] == "the words"
+    report = json.loads((project.path / "report.json").read_text())
+    validate_report(report)
+    overlay = report["run"]["overlay"]
+    assert overlay["path"] == "overlay.yaml" and overlay["tools"] == ["search_issues"]
+    assert len(overlay["digest"]) == 16
+    (digest,) = overlay["catalogs"]
+    assert report["catalogs"][digest]["tools"]["search_issues"]["description"] == NEW
+    assert report["cases"][0]["catalog"] == digest
+    assert run(project, "--mcp-overlay=overlay.yaml").ret == 0
+    assert len(model_server.requests) == 1  # replayed: same request, same key
+    assert run(project, "--mcp-report=plain.json").ret == 0
+    assert len(model_server.requests) == 2  # without the overlay: another request, another key
+    assert sent_description(model_server.requests[1], "search_issues") == "Full-text search over issues."
+    assert "overlay" not in json.loads((project.path / "plain.json").read_text())["run"]
+
+
+def test_comparison_shows_the_description_change(project: pytest.Pytester) -> None:
+    assert run(project, "--mcp-save-baseline=base.json").ret == 0
+    result = run(project, "--mcp-overlay=overlay.yaml", "--mcp-compare=base.json", "--mcp-markdown=cmp.md")
+    assert result.ret == 0
+    markdown = (project.path / "cmp.md").read_text()
+    assert "description of search_issues changed" in markdown and NEW in markdown
+
+
+def test_snapshot_sees_the_overlaid_catalog(project: pytest.Pytester) -> None:
+    assert run(project, "--mcp-snapshots", "--snapshot-update").ret == 0
+    result = run(project, "--mcp-snapshots", "--mcp-overlay=overlay.yaml", "-k", "tool-catalog")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f'+*"description": "{NEW}",'])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("version: 1\ntools:\n  search_issue: {description: x}\n",
+     "ERROR: --mcp-overlay=overlay.yaml: tool `search_issue` is not in the catalog; did you mean `search_issues`?"),
+    ("version: 1\ntools:\n  list_issues: {parameters: {rep: x}}\n",
+     "ERROR: --mcp-overlay=overlay.yaml: tool `list_issues` has no parameter `rep`; did you mean `repo`?"),
+    ("version: 2\ntools: {}\n", "ERROR: --mcp-overlay=overlay.yaml: `version` must be 1 (got 2)"),
+    ("version: 1\ntools:\n  list_issues: {descripton: x}\n",
+     "ERROR: --mcp-overlay=overlay.yaml: tools.list_issues: unknown key `descripton`; did you mean `description`?"),
+])
+def test_bad_overlay_is_a_usage_error(project: pytest.Pytester, model_server: ScriptedModelServer, text: str,
+                                      message: str) -> None:
+    (project.path / "overlay.yaml").write_text(text)
+    result = run(project, "--mcp-overlay=overlay.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.lines
+    assert "Traceback" not in result.stderr.str()
+    assert not model_server.requests
+
+
+def test_missing_overlay_file(project: pytest.Pytester) -> None:
+    result = run(project, "--mcp-overlay=nope.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ERROR: --mcp-overlay=nope.yaml: no such file" in result.stderr.lines
+
+
+def test_apply_keeps_other_tools_and_identity(tmp_path: Path) -> None:
+    catalog = Catalog([dict(t) for t in TOOLS])
+    path = tmp_path / "o.yaml"
+    path.write_text(dump_overlay({"list_issues": "Only open issues."}))
+    overlay = load_overlay(path)
+    overlaid = overlay.apply(catalog)
+    assert overlaid is overlay.apply(catalog)
+    assert overlaid.by_name["list_issues"]["description"] == "Only open issues."
+    assert overlaid.by_name["search_issues"] == catalog.by_name["search_issues"]
+    assert catalog.by_name["list_issues"]["description"] == "List issues in a repository."  # not edited in place
+    assert overlaid.digest != catalog.digest
+    untouched = Catalog([{"name": "other", "description": "x"}])
+    assert overlay.apply(untouched) is untouched
+    assert parse_overlay({"version": 1, "tools": {}}, "x").tools == {}
+    with pytest.raises(OverlayError, match="expected a mapping"):
+        parse_overlay([1], "x")

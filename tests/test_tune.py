@@ -1,0 +1,236 @@
+"""python -m pytest_mcpeval tune: the split, the statistics, and the loop end to end on a description-sensitive
+scripted model (each evaluation is a pytest subprocess, as the command runs it)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_mcpeval.__main__ import build_parser
+from pytest_mcpeval.testing import ScriptedModelServer
+from pytest_mcpeval.tune import TuneError
+from pytest_mcpeval.tune.candidates import parse_proposals
+from pytest_mcpeval.tune.evaluate import Outcome
+from pytest_mcpeval.tune.split import split_cases
+from pytest_mcpeval.tune.stats import accuracy, holm, tool_f1
+
+
+class KeywordModel(ScriptedModelServer):
+    """A description-sensitive stand-in: it calls the first tool (in catalog order) whose description holds the
+    first word of the request, and no tool when none does; a proposer's request gets ``proposals``."""
+
+    proposals: dict[str, list[str]]
+
+    def reply_for(self, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        with self._lock:
+            body = next(b for b in reversed(self.requests) if b.get("messages") is messages)
+        text = str(messages[-1]["content"])
+        if model.endswith("proposer"):
+            tool = text.split("\n", 1)[0].removeprefix("Tool: ")
+            return {"content": json.dumps({"descriptions": self.proposals.get(tool, [])})}
+        word = text.split()[0]
+        for entry in body.get("tools", []):
+            if word in str(entry["function"]["description"]).split():
+                return {"tool_calls": [{"name": entry["function"]["name"], "arguments": {}}]}
+        return {"content": "I do not know which tool."}
+
+
+TOOLS = [  # catalog order decides ties: `remove` comes before `fetch`, so a `remove` that says gamma steals it
+    {"name": "search", "description": "Search things."},
+    {"name": "listing", "description": "List things. alpha"},
+    {"name": "remove", "description": "Remove a thing."},
+    {"name": "fetch", "description": "Fetch one thing. gamma"},
+    {"name": "small", "description": "Small tool."},
+    {"name": "archive", "description": "Archive things."},
+]
+TOPICS = {"kilo": ("search", 16), "alpha": ("listing", 16), "gamma": ("fetch", 16), "omega": ("small", 4),
+          "zulu": ("remove", 32), "tango": ("archive", 16)}
+FILLER = " ".join(["Archives keep every record of the thing with its whole history and all its fields."] * 30)
+CANDIDATES = {
+    "search": ["Search things. kilo", "Search things, quickly."],  # accepted; worse_than_other_candidate
+    "remove": ["Remove a thing. zulu gamma"],  # wins 16 zulu cases, steals 8 gamma ones: regression
+    "small": ["Small tool. omega"],  # 2 held-out cases: cannot be significant
+    "archive": [f"Archive things. tango {FILLER}"],  # a real gain, but the catalog grows far beyond 25%
+}
+
+
+def bench() -> str:
+    lines = ["server: {tools_file: tools.json}", "cases:"]
+    for word, (tool, count) in TOPICS.items():
+        for i in range(count):
+            lines += [f"  - id: {word}-{i}", f"    input: {word} request number {i}", f"    expect: [{{tool: {tool}}}]"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def keyword_model() -> Any:
+    with KeywordModel() as server:
+        server.proposals = {}
+        yield server
+
+
+@pytest.fixture
+def project(tmp_path: Path, keyword_model: KeywordModel, monkeypatch: pytest.MonkeyPatch) -> Path:
+    params = json.dumps({"api_base": keyword_model.api_base, "api_key": "none", "num_retries": 0})
+    ini = f"[pytest]\nmcp_model_aliases = kw = openai/kw\nmcp_model_params = kw = {params}\n"
+    (tmp_path / "pytest.ini").write_text(ini)
+    schema = {"type": "object", "properties": {}}
+    (tmp_path / "tools.json").write_text(json.dumps([dict(tool, inputSchema=schema) for tool in TOOLS]))
+    (tmp_path / "bench.mcpeval.yaml").write_text(bench())
+    (tmp_path / "candidates.yaml").write_text(json.dumps({"version": 1, "candidates": CANDIDATES}))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def tune(*argv: str) -> int:
+    args: argparse.Namespace = build_parser().parse_args(["tune", *argv])
+    return int(args.run(args))
+
+
+def test_every_reason_and_an_acceptance(project: Path, keyword_model: KeywordModel) -> None:
+    assert tune("bench.mcpeval.yaml", "--model", "kw", "--candidates", "candidates.yaml", "--out", "out") == 0
+    data = json.loads((project / "out" / "tune.json").read_text())
+    verdicts = {(c["tool"], c["description"][:30]): (c["verdict"], c["reason"]) for c in data["candidates"]}
+    assert verdicts == {
+        ("search", "Search things. kilo"): ("accepted", None),
+        ("search", "Search things, quickly."): ("rejected", "worse_than_other_candidate"),
+        ("remove", "Remove a thing. zulu gamma"): ("rejected", "regression"),
+        ("small", "Small tool. omega"): ("rejected", "no_significant_gain"),
+        ("archive", "Archive things. tango Archives"): ("rejected", "token_growth"),
+    }
+    by_tool = {c["tool"]: c for c in data["candidates"] if c["reason"] != "worse_than_other_candidate"}
+    search = by_tool["search"]["holdout"]
+    assert search["f1"]["before"] == 0.0 and search["f1"]["after"] == 1.0 and search["f1"]["p"] < 0.05
+    assert by_tool["search"]["train"]["f1"]["after"] == 1.0
+    remove = by_tool["remove"]
+    assert [r["metric"] for r in remove["regressions"]] == ["f1[fetch]"]
+    assert remove["holdout"]["accuracy_affected"]["after"] > remove["holdout"]["accuracy_affected"]["before"]
+    assert "cannot show a significant gain" in by_tool["small"]["note"]
+    assert by_tool["archive"]["tokens"]["growth"] > 0.25
+    split = data["split"]
+    assert not set(split["train"]) & set(split["holdout"]) and len(split["train"]) + len(split["holdout"]) == 100
+    assert (project / "out" / "overlay.yaml").read_text() == (
+        "version: 1\ntools:\n  search:\n    description: Search things. kilo\n")
+    markdown = (project / "out" / "tune.md").read_text()
+    assert "## `search` (file, round 1): kept" in markdown and "+Search things. kilo" in markdown
+    assert "dropped: `regression`" in markdown and "model call" in markdown
+    report = json.loads((project / "out" / "report.json").read_text())
+    assert report["run"]["overlay"]["tools"] == ["search"]
+    assert (project / "out" / "report.html").is_file()
+    assert data["cost"]["calls"] < data["cost"]["evaluations"] * 100  # candidates re-run only what they can affect
+
+
+def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordModel) -> None:
+    keyword_model.proposals = {"search": ["Search things. kilo"]}
+    params = json.dumps({"api_base": keyword_model.api_base, "api_key": "none", "num_retries": 0})
+    assert tune("bench.mcpeval.yaml", "--model", "kw", "--proposer", "openai/proposer", "--proposer-params", params,
+                "--tools", "search", "--out", "out") == 0
+    data = json.loads((project / "out" / "tune.json").read_text())
+    assert [(c["tool"], c["source"], c["verdict"]) for c in data["candidates"]] == [("search", "proposer", "accepted")]
+    asked = [b for b in keyword_model.requests if b["model"] == "proposer"]
+    assert len(asked) == 1
+    prompt = asked[0]["messages"][-1]["content"]
+    held = {key.split("::")[1] for key in data["split"]["holdout"]}
+    shown = {line.split("'")[1].split()[-1] for line in prompt.splitlines() if line.startswith("- 'kilo")}
+    assert shown and not any(f"kilo-{n}" in held for n in shown)  # every kilo case shown is a train case
+    assert "kilo request number" in prompt and "Current description: Search things." in prompt
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--candidates", "bad.yaml"], "tool `serch` is not in the catalog; did you mean `search`?"),
+    (["--candidates", "candidates.yaml", "--holdout", "1.5"], "--holdout=1.5: the held-out share must be strictly"),
+    (["--candidates", "candidates.yaml", "--tools", "nope"], "tool `nope` is not in the catalog"),
+    ([], "nothing to try: give --candidates FILE and/or --proposer MODEL"),
+])
+def test_usage_errors(project: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "bad.yaml").write_text("version: 1\ncandidates:\n  serch: [x]\n")
+    assert tune("bench.mcpeval.yaml", "--model", "kw", "--out", "out", *argv) == 4
+    assert message in capsys.readouterr().err
+
+
+def test_no_model_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert tune("x.mcpeval.yaml", "--candidates", "c.yaml") == 4
+    assert "no model: give --model MODEL" in capsys.readouterr().err
+
+
+def test_split_is_seeded_stratified_and_disjoint() -> None:
+    cases = {f"f::{tool}-{i}": [tool] for tool, n in (("a", 10), ("b", 6), ("c", 1), ("d", 1)) for i in range(n)}
+    cases["f::none-0"] = []
+    train, held = split_cases(cases, 0.5, 0)
+    assert (train, held) == split_cases(cases, 0.5, 0)
+    assert (train, held) != split_cases(cases, 0.5, 1)
+    assert not set(train) & set(held) and set(train) | set(held) == set(cases)
+    assert sum(k.startswith("f::a-") for k in held) == 5 and sum(k.startswith("f::b-") for k in held) == 3
+    small = {k: v for k, v in cases.items() if v == ["a"]}
+    assert len(split_cases(small, 0.05, 0)[1]) == 1  # a group of two or more keeps a case on each side
+    with pytest.raises(TuneError, match="strictly between 0 and 1"):
+        split_cases(cases, 1.0, 0)
+    with pytest.raises(TuneError, match=r"leaves the (train|held-out) part empty"):
+        split_cases({"f::only": ["a"]}, 0.5, 0)
+
+
+def outcome(key: str, expected: str, called: str) -> Outcome:
+    return Outcome(key, expected, called, expected == called)
+
+
+def test_statistics_are_the_gates_exact_tests() -> None:
+    before = [outcome(f"k{i}", "search", "(none)") for i in range(6)]
+    after = [outcome(f"k{i}", "search", "search") for i in range(6)]
+    change = tool_f1("search", list(zip(before, after, strict=True)))
+    assert (change.before, change.after, change.discordant) == (0.0, 1.0, 6)
+    assert change.p == pytest.approx(2 / 2**6)
+    acc = accuracy(list(zip(before, after, strict=True)))
+    assert acc.p == pytest.approx(2 / 2**6)
+    family = [change, acc]
+    holm(family, 0.05)
+    assert [c.p_adjusted for c in family] == [pytest.approx(2 * 2 / 2**6)] * 2
+
+
+def test_parse_proposals() -> None:
+    assert parse_proposals('{"descriptions": ["a", "b", "a"]}') == ["a", "b"]
+    assert parse_proposals('```json\n["x"]\n```') == ["x"]
+    assert parse_proposals("Just one description.") == ["Just one description."]
+    assert parse_proposals("") == []
+
+
+WEATHER = ["Will it rain in Paris tomorrow?", "What is the temperature in Oslo today?",
+           "Is it going to snow in Denver?",
+           "How windy will it be in Chicago this afternoon?", "Do I need an umbrella in London today?",
+           "What's the forecast for Tokyo this weekend?", "Will it be sunny in Madrid on Saturday?",
+           "How hot will it get in Cairo tomorrow?", "Is a thunderstorm expected in Miami tonight?",
+           "What will the weather be like in Berlin on Monday?", "Is it cold in Moscow right now?",
+           "Will there be fog in San Francisco tomorrow morning?", "How much rain will fall in Seattle this week?",
+           "What is the humidity in Singapore today?", "Should I expect hail in Dallas this evening?",
+           "Will it freeze in Toronto overnight?"]
+STOCKS = ["What is Apple's share price?", "How did the Nasdaq close today?", "Show me the stock price of Tesla.",
+          "What is the ticker price of MSFT?"]
+
+
+def test_local_minilm_accepts_a_description_that_names_the_requests(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded retriever for real: `t1` says nothing, so weather requests go nowhere; a description that says
+    what it does brings them to it (and the stock requests stay with `t2`)."""
+    pytest.importorskip("sentence_transformers")
+    schema = {"type": "object", "properties": {}}
+    tools = [{"name": "t1", "description": "Does things.", "inputSchema": schema},
+             {"name": "t2", "description": "Look up the latest stock price of a company by its ticker symbol.",
+              "inputSchema": schema}]
+    (tmp_path / "tools.json").write_text(json.dumps(tools))
+    lines = ["server: {tools_file: tools.json}", "cases:"]
+    for i, text in enumerate(WEATHER + STOCKS):
+        tool = "t1" if i < len(WEATHER) else "t2"
+        lines += [f"  - id: q{i}", f"    input: {json.dumps(text)}", f"    expect: [{{tool: {tool}}}]"]
+    (tmp_path / "b.mcpeval.yaml").write_text("\n".join(lines) + "\n")
+    candidates = {"version": 1, "candidates": {"t1": ["Weather forecast: rain, snow, temperature, wind and sun for a "
+                                                      "city, today, tomorrow or this week."]}}
+    (tmp_path / "c.yaml").write_text(json.dumps(candidates))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    monkeypatch.chdir(tmp_path)
+    assert tune("b.mcpeval.yaml", "--model", "local/minilm", "--candidates", "c.yaml", "--out", "out") == 0
+    (trial,) = json.loads((tmp_path / "out" / "tune.json").read_text())["candidates"]
+    assert (trial["verdict"], trial["reason"]) == ("accepted", None), trial["note"]
+    assert trial["holdout"]["f1"]["after"] > trial["holdout"]["f1"]["before"] and trial["holdout"]["f1"]["p"] < 0.05
