@@ -42,6 +42,30 @@ for _module in pkgutil.walk_packages(pytest_mcpeval.__path__, "pytest_mcpeval.")
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 
 
+def _restore_tolerating_imports(restore: Any) -> Any:
+    """pytester's sys.modules snapshot, restored after an in-process run, iterates ``sys.modules`` before it
+    changes anything; a thread of litellm's (its success-callback executor, a Gemini transformation) that
+    imports at that moment makes the iteration raise "dictionary changed size during iteration", an
+    INTERNALERROR of a run that passed.  The iteration is retried: it has changed nothing when it raises."""
+
+    def tolerant(self: Any) -> None:
+        for attempt in range(10):
+            try:
+                return restore(self)
+            except RuntimeError as exc:
+                if "changed size during iteration" not in str(exc) or attempt == 9:
+                    raise
+        return None
+
+    return tolerant
+
+
+# test-only: pytester's SysModulesSnapshot is not public API; without it the flake above fails a run at random
+_pytester_module = importlib.import_module("_pytest.pytester")
+_pytester_module.SysModulesSnapshot.restore = _restore_tolerating_imports(  # type: ignore[method-assign]
+    _pytester_module.SysModulesSnapshot.restore)
+
+
 @pytest.fixture(autouse=True)
 def _calls_ended() -> Iterator[None]:
     """After each test (and after its servers stopped): wait for the model calls it abandoned to end.  An attempt
