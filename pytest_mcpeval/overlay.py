@@ -163,8 +163,14 @@ def load_overlay(path: Path, shown: str | None = None) -> Overlay:
         raise OverlayError(f"{where}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise OverlayError(f"{where}: cannot be read: {exc}") from None
+    from pytest_mcpeval.benchmark.problems import BenchmarkError
+    from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds
+
     try:
+        check_yaml_bounds(where, text)  # the benchmark files' bounds: no alias bomb, no absurd nesting
         data = yaml.safe_load(text)
+    except BenchmarkError as exc:
+        raise OverlayError(str(exc).splitlines()[0]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

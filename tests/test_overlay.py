@@ -123,3 +123,17 @@ def test_apply_keeps_other_tools_and_identity(tmp_path: Path) -> None:
     assert parse_overlay({"version": 1, "tools": {}}, "x").tools == {}
     with pytest.raises(OverlayError, match="expected a mapping"):
         parse_overlay([1], "x")
+
+
+def test_an_alias_bomb_in_an_overlay_or_a_candidates_file_is_refused_before_it_expands(tmp_path: Path) -> None:
+    from pytest_mcpeval.tune.candidates import load_candidates
+    from pytest_mcpeval.tune.command import TuneError
+
+    levels = ["a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"] + [
+        f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]" for a, b in zip("abcde", "bcdef", strict=True)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("version: 1\n" + "\n".join(levels) + "\ntools: {}\n")
+    with pytest.raises(OverlayError, match="alias"):
+        load_overlay(bomb)
+    with pytest.raises(TuneError, match="alias"):
+        load_candidates(bomb, ["get_me"])

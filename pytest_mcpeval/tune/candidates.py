@@ -48,8 +48,15 @@ def load_candidates(path: Path, tools: Sequence[str]) -> list[Candidate]:
     """The candidates of a file; a :class:`TuneError` for a malformed file or a tool the catalog lacks."""
     import yaml
 
+    from pytest_mcpeval.benchmark.problems import BenchmarkError
+    from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        check_yaml_bounds(path, text)  # the benchmark files' bounds: no alias bomb, no absurd nesting
+        data = yaml.safe_load(text)
+    except BenchmarkError as exc:
+        raise TuneError(f"--candidates={str(exc).splitlines()[0]}") from None
     except FileNotFoundError:
         raise TuneError(f"--candidates={path}: no such file") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
