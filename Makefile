@@ -82,7 +82,7 @@ demo-chat: $(CHAT_LARGE)
 
 # the tuning loop, offline: local/minilm on the examples with examples/tune/candidates.yaml (docs/tuning.md)
 tune-demo: $(LOCAL)
-	$(BIN)/python -m pytest_mcpeval tune examples/tracker examples/github --model local/minilm \
+	$(BIN)/python -m pytest_mcpeval tune examples/github examples/tune --model local/minilm \
 		--candidates examples/tune/candidates.yaml --out .mcpeval/tune
 
 schema: $(LOCAL)

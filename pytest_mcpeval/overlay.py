@@ -154,8 +154,6 @@ def parse_overlay(data: Any, where: str) -> Overlay:
 
 def load_overlay(path: Path, shown: str | None = None) -> Overlay:
     """Read an overlay file (:class:`OverlayError` names the file and the problem)."""
-    import yaml
-
     where = shown or str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -164,17 +162,12 @@ def load_overlay(path: Path, shown: str | None = None) -> Overlay:
     except (OSError, UnicodeDecodeError) as exc:
         raise OverlayError(f"{where}: cannot be read: {exc}") from None
     from pytest_mcpeval.benchmark.problems import BenchmarkError
-    from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds
+    from pytest_mcpeval.benchmark.yaml_source import load_bounded_yaml
 
     try:
-        check_yaml_bounds(where, text)  # the benchmark files' bounds: no alias bomb, no absurd nesting
-        data = yaml.safe_load(text)
+        data = load_bounded_yaml(where, text)  # the benchmark files' bounds: no alias bomb, no absurd nesting
     except BenchmarkError as exc:
         raise OverlayError(str(exc).splitlines()[0]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise OverlayError(f"{where}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
     return parse_overlay(data, where)
 
 

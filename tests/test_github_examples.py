@@ -87,8 +87,12 @@ def benches() -> dict[str, Benchmark]:
 
 def test_every_expectation_fits_the_catalog(benches: dict[str, Benchmark]) -> None:
     catalog = catalog_from_json(json.loads((GITHUB / "github-tools.json").read_text(encoding="utf-8")))
-    for name, bench in benches.items():  # tool names, argument names, enum values, types, required arguments
+    tune = load(EXAMPLES / "tune" / "issues.mcpeval.yaml")  # make tune-demo's extra cases, same catalog
+    for name, bench in {**benches, "tune/issues": tune}.items():  # tool, argument names, enums, types, required
         assert check_expectations(bench, catalog, f"{name}.mcpeval.yaml") == []
+    expected = Counter(c.expect[0].tool for c in tune.spec.cases)
+    assert expected == {"list_issues": 8, "search_issues": 8} and all("list_search_issues" in c.tags
+                                                                        for c in tune.spec.cases)
     for case in benches["flows"].spec.cases:  # mocked and forbidden tools exist too
         assert set(case.mocks) | set(case.forbid) <= set(catalog.by_name), case.id
 

@@ -142,12 +142,18 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--candidates", "bad.yaml"], "tool `serch` is not in the catalog; did you mean `search`?"),
+    (["--candidates", "broken.yaml"], "--candidates=broken.yaml:5: not valid YAML (while scanning a simple key: "
+                                      "could not find expected ':'; a text holding `: ` must be quoted)"),
+    (["--candidates", "mapping.yaml"], "candidates.search: expected a list of non-empty descriptions (a description "
+                                       "holding `: ` must be quoted)"),  # valid YAML, but a mapping, not a text
     (["--candidates", "candidates.yaml", "--holdout", "1.5"], "--holdout=1.5: the held-out share must be strictly"),
     (["--candidates", "candidates.yaml", "--tools", "nope"], "tool `nope` is not in the catalog"),
     ([], "nothing to try: give --candidates FILE and/or --proposer MODEL"),
 ])
 def test_usage_errors(project: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "bad.yaml").write_text("version: 1\ncandidates:\n  serch: [x]\n")
+    (project / "mapping.yaml").write_text("version: 1\ncandidates:\n  search:\n  - Search: find things\n")
+    (project / "broken.yaml").write_text("version: 1\ncandidates:\n  search:\n  - Search: find things\n    by words\n")
     assert tune("bench.mcpeval.yaml", "--model", "kw", "--out", "out", *argv) == 4
     assert message in capsys.readouterr().err
 

@@ -89,6 +89,23 @@ def check_yaml_bounds(path: Path | str, text: str) -> None:
         parser.dispose()
 
 
+def load_bounded_yaml(path: Path | str, text: str) -> Any:
+    """``yaml.safe_load`` of a small YAML file (an overlay, a candidates file) within the benchmark files'
+    bounds; a :class:`BenchmarkError` with the line for a file out of bounds or not valid YAML."""
+    try:
+        check_yaml_bounds(path, text)
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        # the line where the broken construct starts (a text with `: ` in it), else where the parser stopped
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        hint = ("; a text holding `: ` must be quoted" if problem in ("could not find expected ':'",
+                                                                      "mapping values are not allowed here") else "")
+        message = f"not valid YAML ({context + ': ' if context else ''}{problem}{hint})"
+        raise BenchmarkError(path, message, mark.line + 1 if mark is not None else None) from None
+
+
 def parse_yaml(path: Path, text: str, problems: list[Problem]) -> tuple[Any, dict[Loc, int]]:
     with contextlib.suppress(yaml.MarkedYAMLError):  # a syntax error: composing the file reports it, as usual
         check_yaml_bounds(path, text)

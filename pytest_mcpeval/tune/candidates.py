@@ -46,20 +46,16 @@ class Candidate:
 
 def load_candidates(path: Path, tools: Sequence[str]) -> list[Candidate]:
     """The candidates of a file; a :class:`TuneError` for a malformed file or a tool the catalog lacks."""
-    import yaml
-
     from pytest_mcpeval.benchmark.problems import BenchmarkError
-    from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds
+    from pytest_mcpeval.benchmark.yaml_source import load_bounded_yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-        check_yaml_bounds(path, text)  # the benchmark files' bounds: no alias bomb, no absurd nesting
-        data = yaml.safe_load(text)
+        data = load_bounded_yaml(path, path.read_text(encoding="utf-8"))  # no alias bomb, no absurd nesting
     except BenchmarkError as exc:
         raise TuneError(f"--candidates={str(exc).splitlines()[0]}") from None
     except FileNotFoundError:
         raise TuneError(f"--candidates={path}: no such file") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise TuneError(f"--candidates={path}: cannot be read: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("candidates"), dict):
         raise TuneError(f"--candidates={path}: expected `version: 1` and `candidates: {{TOOL: [DESCRIPTION, ...]}}`")
@@ -70,7 +66,9 @@ def load_candidates(path: Path, tools: Sequence[str]) -> list[Candidate]:
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-            raise TuneError(f"--candidates={path}: candidates.{tool}: expected a list of non-empty descriptions")
+            quote = any(isinstance(t, dict) for t in texts) if isinstance(texts, list) else isinstance(texts, dict)
+            raise TuneError(f"--candidates={path}: candidates.{tool}: expected a list of non-empty descriptions"
+                            + (" (a description holding `: ` must be quoted)" if quote else ""))
         out += [Candidate(str(tool), text.strip(), "file") for text in dict.fromkeys(texts)]
     return out
 
