@@ -138,6 +138,14 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
     shown = {line.split("'")[1].split()[-1] for line in prompt.splitlines() if line.startswith("- 'kilo")}
     assert shown and not any(f"kilo-{n}" in held for n in shown)  # every kilo case shown is a train case
     assert "kilo request number" in prompt and "Current description: Search things." in prompt
+    # a rerun replays everything: the evaluations from the response cache, the proposer from its own cache
+    requests = len(keyword_model.requests)
+    assert tune("bench.mcpeval.yaml", "--model", "kw", "--proposer", "openai/proposer", "--proposer-params", params,
+                "--tools", "search", "--out", "out") == 0
+    again = json.loads((project / "out" / "tune.json").read_text())
+    assert len(keyword_model.requests) == requests
+    assert (again["cost"]["calls"], again["cost"]["proposer_calls"]) == (0, 0)
+    assert [c["verdict"] for c in again["candidates"]] == ["accepted"] and again["split"] == data["split"]
 
 
 @pytest.mark.parametrize(("argv", "message"), [

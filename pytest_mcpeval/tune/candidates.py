@@ -135,7 +135,9 @@ class Proposer:
                 raise TuneError(f"--proposer={self.model.name}: {exc}") from None
             self.calls += 1
             self.cost_usd += reply.cost_usd or 0.0
-            entry = reply.to_entry()
+            # the response cache's entry format (run/dispatch.py), so that the cache reads it back on a rerun
+            entry = {"model": self.model.target, "case": f"tune proposer: {tool}", "repeat": round_,
+                     "reply": reply.to_entry()}
             self.cache.put(self.model, key, entry)
-        texts = [t for t in parse_proposals(entry.get("content")) if t != current]
+        texts = [t for t in parse_proposals(entry["reply"].get("content")) if t != current]
         return [Candidate(tool, text, "proposer", round_) for text in texts]
