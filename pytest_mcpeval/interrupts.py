@@ -16,7 +16,15 @@ thread, :class:`Interrupts` handles both signals the same way:
   the session as after Ctrl-C: exit status 2, ``pytest_sessionfinish`` runs, the report is written.
 
 A signal that arrives while the report is being written (:attr:`finishing`) is recorded, not raised: it takes
-well under a second and an interruption must not leave half of the files.  A handler someone else set before
+well under a second and an interruption must not leave half of the files.
+
+A stopped run must end.  An exception raised into the main thread wherever it stands can, rarely, leave a lock
+or a thread that nothing will release (seen once in a few hundred SIGTERM runs on a loaded machine: the process
+lived on after its report), and a CI job that waits for it hangs until its own limit.  So the first signal also
+starts a watchdog (a daemon thread, in the controller): if the process is still alive :data:`EXIT_GRACE_S`
+seconds later, not counting the time the report is being written, it prints every thread's stack to stderr
+(what hung, for a bug report) and ends the process with exit status 2, as the interrupted run it is.  A run that
+ends on its own, as every run does, never sees it fire.  A handler someone else set before
 the session (a ``conftest.py``, another plugin, a program calling ``pytest.main``) is left in place, and the
 signal is theirs; only Python's defaults are replaced, and restored at the end.
 
@@ -36,6 +44,8 @@ from typing import Any
 
 _HANDLED = (signal.SIGINT, signal.SIGTERM)
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+EXIT_GRACE_S = 12.0  # an interrupted run ends within a few seconds of its signal (tests/faults: under 15 s)
+EXIT_STATUS = 2  # pytest.ExitCode.INTERRUPTED (pytest is not imported here)
 
 
 class Terminated(KeyboardInterrupt):
@@ -85,11 +95,37 @@ class Interrupts:
             for pid in sorted(self.forward_to):
                 with contextlib.suppress(OSError):  # already gone
                     os.kill(pid, signum)
+            if not self.worker:  # a worker is ended by its controller, or with it
+                threading.Thread(target=self._watch_exit, args=(name,), name="mcpeval-exit-watchdog",
+                                 daemon=True).start()
         if self.finishing or (self.worker and not first):
             return
         if signum == signal.SIGTERM:
             raise Terminated(f"{name}: the run was stopped")
         raise KeyboardInterrupt
+
+
+    def _watch_exit(self, name: str, grace: float | None = None) -> None:
+        """Wait ``grace`` seconds of not writing the report; a process still alive then is hung: say where, end it."""
+        import time
+
+        left = EXIT_GRACE_S if grace is None else grace
+        while left > 0:
+            time.sleep(min(left, 0.5))
+            if not self.finishing:
+                left -= 0.5
+        import faulthandler
+
+        stream = sys.__stderr__
+        with contextlib.suppress(Exception):  # stderr closed or gone: exit anyway
+            assert stream is not None
+            waited = EXIT_GRACE_S if grace is None else grace
+            stream.write(f"\npytest-mcpeval: the run did not end within {waited:g} s of {name}; ending it "
+                         f"(exit status {EXIT_STATUS}). Where each thread was:\n")
+            stream.flush()
+            faulthandler.dump_traceback(file=stream, all_threads=True)
+            stream.flush()
+        os._exit(EXIT_STATUS)
 
 
 def end_with_parent(signum: int, kernel: bool = True) -> None:

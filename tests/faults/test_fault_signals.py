@@ -186,6 +186,32 @@ def test_a_second_ctrl_c_never_makes_an_interrupted_run_finished(project: pytest
     assert "gate passed" not in run.output
 
 
+HUNG_AFTER_SIGTERM = """\
+import os, signal, threading
+from pytest_mcpeval import interrupts
+interrupts.EXIT_GRACE_S = 1.0
+handler = interrupts.Interrupts()
+handler.install()
+# a thread nothing will ever end, and not a daemon: the interpreter waits for it at exit, for ever
+threading.Thread(target=threading.Event().wait, name="stuck").start()
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+except interrupts.Terminated:
+    print("stopped", flush=True)
+"""
+
+
+def test_a_run_hung_after_its_signal_is_ended_with_the_stacks_shown() -> None:
+    """The watchdog of interrupts.py: a process that a lock or a thread keeps alive after SIGTERM ends anyway, with
+    exit status 2 and every thread's stack on stderr, instead of hanging the CI job that waits for it."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", HUNG_AFTER_SIGTERM], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "stopped\n"
+    assert "the run did not end within 1 s of SIGTERM; ending it (exit status 2)" in done.stderr
+    assert "in wait" in done.stderr and "threading.py" in done.stderr  # where the stuck thread was
+    assert time.monotonic() - started < 30
+
+
 def test_the_handlers_are_python_s_again_after_the_session_and_a_user_s_own_stays() -> None:
     previous = signal.signal(signal.SIGTERM, signal.SIG_DFL), signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
