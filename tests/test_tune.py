@@ -13,7 +13,7 @@ import pytest
 from pytest_mcpeval.__main__ import build_parser
 from pytest_mcpeval.testing import ScriptedModelServer
 from pytest_mcpeval.tune import TuneError
-from pytest_mcpeval.tune.candidates import parse_proposals
+from pytest_mcpeval.tune.candidates import parse_proposals, quoted_case
 from pytest_mcpeval.tune.evaluate import Outcome
 from pytest_mcpeval.tune.split import split_cases
 from pytest_mcpeval.tune.stats import accuracy, holm, tool_f1
@@ -55,6 +55,7 @@ CANDIDATES = {
     "remove": ["Remove a thing. zulu gamma"],  # wins 16 zulu cases, steals 8 gamma ones: regression
     "small": ["Small tool. omega"],  # 2 held-out cases: cannot be significant
     "archive": [f"Archive things. tango {FILLER}"],  # a real gain, but the catalog grows far beyond 25%
+    "listing": ["List things, e.g. alpha request number 3."],  # quotes a case: not evaluated
 }
 
 
@@ -101,7 +102,10 @@ def test_every_reason_and_an_acceptance(project: Path, keyword_model: KeywordMod
         ("remove", "Remove a thing. zulu gamma"): ("rejected", "regression"),
         ("small", "Small tool. omega"): ("rejected", "no_significant_gain"),
         ("archive", "Archive things. tango Archives"): ("rejected", "token_growth"),
+        ("listing", "List things, e.g. alpha reques"): ("rejected", "quotes_a_case"),
     }
+    quote = next(c for c in data["candidates"] if c["reason"] == "quotes_a_case")
+    assert quote["train"] is None and quote["holdout"] is None and "case bench.mcpeval.yaml::alpha-3" in quote["note"]
     by_tool = {c["tool"]: c for c in data["candidates"] if c["reason"] != "worse_than_other_candidate"}
     search = by_tool["search"]["holdout"]
     assert search["f1"]["before"] == 0.0 and search["f1"]["after"] == 1.0 and search["f1"]["p"] < 0.05
@@ -209,6 +213,20 @@ def test_parse_proposals() -> None:
     assert parse_proposals('```json\n["x"]\n```') == ["x"]
     assert parse_proposals("Just one description.") == ["Just one description."]
     assert parse_proposals("") == []
+    # a reply cut short at the token limit, repeating itself (seen from local/qwen2.5-coder-0.5b as proposer): its
+    # complete strings, each distinct one once, never the JSON text itself (the proposer keeps three of them)
+    cut = '{"descriptions": ["Search issues.", "Best for \\"login fails\\".", "Search issues.", "Third", "cut sh'
+    assert parse_proposals(cut) == ["Search issues.", 'Best for "login fails".', "Third"]
+
+
+def test_a_candidate_that_quotes_a_case_is_found() -> None:
+    requests = {"f::list": "Show me the closed issues labeled regression in sveltejs/svelte.",
+                "f::short": "List open bugs now", "f::tiny": "Open bugs?"}
+    assert quoted_case("Show me the closed issues labeled regression in sveltejs/svelte.", requests) == "f::list"
+    assert quoted_case("Lists issues: e.g. the closed issues labeled regression in a repo.", requests) == "f::list"
+    assert quoted_case("Issues. Example: list open bugs now.", requests) == "f::short"  # a whole request of 4 words
+    assert quoted_case("Shows open bugs? and more", requests) is None  # two words in a row are no quote
+    assert quoted_case("List the issues of a repository, filtered by labels and state.", requests) is None
 
 
 WEATHER = ["Will it rain in Paris tomorrow?", "What is the temperature in Oslo today?",

@@ -17,6 +17,7 @@ it misses (never a held-out input), and answers ``{"descriptions": [...]}``.  It
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,9 @@ from pytest_mcpeval.tune import TuneError
 
 MAX_MISSES = 12  # train inputs shown to the proposer per tool
 MAX_DESCRIPTION = 2000  # characters of a proposed description kept
+MAX_PROPOSALS = 3  # alternatives kept of one reply (the prompt asks for 1 to 3; a small model may repeat itself)
+QUOTE_RUN = 6  # words in a row shared with a case's request that make a candidate a quote of it
+QUOTE_MIN = 4  # a request this long or longer, repeated whole, is quoted too
 
 SYSTEM_PROMPT = """\
 You improve the descriptions of MCP tools so that a model choosing among many tools picks the right one. \
@@ -87,22 +91,53 @@ def proposer_messages(tool: str, current: str, confused: Mapping[str, str],
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
 def parse_proposals(content: str | None) -> list[str]:
-    """The descriptions of a proposer's reply: its JSON ``descriptions`` (or a JSON list), else the text itself."""
+    """The descriptions of a proposer's reply: its JSON ``descriptions`` (or a JSON list), else the text itself.
+
+    A reply that starts as JSON but does not parse (cut short at the token limit, a small model repeating itself)
+    gives the complete strings of its ``descriptions`` list, never the JSON text itself.  Each distinct one once."""
     text = (content or "").strip()
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
     try:
         data = json.loads(text)
     except ValueError:
-        return [text[:MAX_DESCRIPTION]] if text else []
+        if not text.startswith(("{", "[")):
+            return [text[:MAX_DESCRIPTION]] if text else []
+        _, found, rest = text.partition('"descriptions"')
+        data = [json.loads(f'"{m}"') for m in _JSON_STRING.findall(rest if found else text)]
     if isinstance(data, dict):
         data = data.get("descriptions", data.get("description"))
     if isinstance(data, str):
         data = [data]
     if not isinstance(data, list):
         return []
-    return [d.strip()[:MAX_DESCRIPTION] for d in dict.fromkeys(data) if isinstance(d, str) and d.strip()]
+    kept = [d.strip()[:MAX_DESCRIPTION] for d in data if isinstance(d, str) and d.strip()]
+    return list(dict.fromkeys(kept))
+
+
+def _words(text: str) -> list[str]:
+    """Lower-case words, ``owner/repo``, ``e.g.`` and ``don't`` kept whole, a sentence's full stop dropped."""
+    return [w for w in (t.strip(".'-") for t in re.findall(r"[\w/.'-]+", text.lower())) if w]
+
+
+def quoted_case(description: str, requests: Mapping[str, str]) -> str | None:
+    """The first case (key, in order) whose request ``description`` repeats: the whole request (of
+    :data:`QUOTE_MIN` words or more), or :data:`QUOTE_RUN` of its words in a row.  A description that quotes
+    the cases that judge it says nothing of other requests: a candidate that does is not evaluated."""
+    words = _words(description)
+    runs = {tuple(words[i:i + QUOTE_RUN]) for i in range(len(words) - QUOTE_RUN + 1)}
+    joined = f" {' '.join(words)} "
+    for key in sorted(requests):
+        request = _words(requests[key])
+        if len(request) >= QUOTE_MIN and f" {' '.join(request)} " in joined:
+            return key
+        if any(tuple(request[i:i + QUOTE_RUN]) in runs for i in range(len(request) - QUOTE_RUN + 1)):
+            return key
+    return None
 
 
 class Proposer:
@@ -139,5 +174,5 @@ class Proposer:
             entry = {"model": self.model.target, "case": f"tune proposer: {tool}", "repeat": round_,
                      "reply": reply.to_entry()}
             self.cache.put(self.model, key, entry)
-        texts = [t for t in parse_proposals(entry["reply"].get("content")) if t != current]
+        texts = [t for t in parse_proposals(entry["reply"].get("content")) if t != current][:MAX_PROPOSALS]
         return [Candidate(tool, text, "proposer", round_) for text in texts]

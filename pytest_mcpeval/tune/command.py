@@ -112,13 +112,13 @@ def tune(args: argparse.Namespace) -> int:
     pending = load_candidates(args.candidates, tools) if args.candidates else []
     targets = _targets(args, tools, base, train)
     proposer = Proposer(args.proposer, params, out / "proposer-cache") if args.proposer else None
-    tuner = Tuner(evaluator, expected, train, held, Settings(args.level, args.max_token_growth, args.seed))
+    requests = {key: case["text"] for key, case in cases.items()}
+    tuner = Tuner(evaluator, expected, train, held, Settings(args.level, args.max_token_growth, args.seed), requests)
     first, accepted, trials = base, {}, []  # type: ignore[var-annotated]
     for number in range(1, args.rounds + 1):
         candidates = pending if number == 1 else []
         if proposer is not None:
-            texts = {key: case["text"] for key, case in cases.items()}
-            candidates = candidates + _proposals(proposer, targets, base, train, texts, number)
+            candidates = candidates + _proposals(proposer, targets, base, train, requests, number)
         if not candidates:
             break
         done: list[Trial] = tuner.round(number, accepted, base, candidates)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_mcpeval.tune import stats
-from pytest_mcpeval.tune.candidates import Candidate
+from pytest_mcpeval.tune.candidates import Candidate, quoted_case
 from pytest_mcpeval.tune.evaluate import NONE, Evaluation, Evaluator, Outcome
 
 GUARD_SHARE = 0.25  # of the cases a tool cannot affect, re-run as a guard against regressions
@@ -26,6 +26,7 @@ REGRESSION = "regression"
 TOKEN_GROWTH = "token_growth"
 NO_GAIN = "no_significant_gain"
 WORSE = "worse_than_other_candidate"
+QUOTES = "quotes_a_case"
 
 
 @dataclass
@@ -119,12 +120,13 @@ def public(measured: dict[str, Any]) -> dict[str, Any]:
 
 class Tuner:
     def __init__(self, evaluator: Evaluator, expected: Mapping[str, list[str]], train: Sequence[str],
-                 held: Sequence[str], settings: Settings) -> None:
+                 held: Sequence[str], settings: Settings, requests: Mapping[str, str] | None = None) -> None:
         self.evaluator = evaluator
         self.expected = expected
         self.train = list(train)
         self.held = list(held)
         self.settings = settings
+        self.requests = dict(requests or {})  # case key -> its user text: what a candidate must not quote
 
     def scope(self, tool: str, base: Evaluation) -> tuple[set[str], set[str]]:
         """The cases the tool can affect, and the guard sample of the others."""
@@ -137,7 +139,14 @@ class Tuner:
         trials: list[Trial] = []
         by_tool: dict[str, list[Candidate]] = {}
         for c in candidates:
-            by_tool.setdefault(c.tool, []).append(c)
+            quoted = quoted_case(c.description, self.requests)
+            if quoted is None:
+                by_tool.setdefault(c.tool, []).append(c)
+                continue
+            part = "held-out" if quoted in set(self.held) else "train"
+            trials.append(Trial(c, reason=QUOTES, before_description=base.descriptions.get(c.tool, ""), note=(
+                f"it repeats the request of the {part} case {quoted}; a description that quotes the cases that judge "
+                "it says nothing of other requests: not evaluated")))
         for tool, group in sorted(by_tool.items()):
             trials += self.tool_round(number, tool, group, accepted, base)
         self.recheck(number, [t for t in trials if t.verdict == "accepted"], accepted, base)

@@ -4,7 +4,6 @@ candidate, the split, the figures) and ``tune.md`` (the human summary)."""
 from __future__ import annotations
 
 import difflib
-import json
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -70,8 +69,10 @@ def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
 
 
 def write_outputs(out: Path, data: dict[str, Any], trials: Sequence[Trial], accepted: Mapping[str, str]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "overlay.yaml").write_text(dump_overlay(accepted), encoding="utf-8")
+    from pytest_mcpeval.storage import write_json, write_text
+
+    out.mkdir(parents=True, exist_ok=True)  # each file atomically: a reader never sees half of one
+    write_text(dump_overlay(accepted), out / "overlay.yaml")
     data = {**data, "version": VERSION, "candidates": [t.as_data() for t in trials], "accepted": dict(accepted)}
-    (out / "tune.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "tune.md").write_text(markdown(data, trials), encoding="utf-8")
+    write_json(data, out / "tune.json")
+    write_text(markdown(data, trials), out / "tune.md")
