@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pytest_mcpeval.__main__ import build_parser
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -217,6 +219,11 @@ def test_parse_proposals() -> None:
     # complete strings, each distinct one once, never the JSON text itself (the proposer keeps three of them)
     cut = '{"descriptions": ["Search issues.", "Best for \\"login fails\\".", "Search issues.", "Third", "cut sh'
     assert parse_proposals(cut) == ["Search issues.", 'Best for "login fails".', "Third"]
+    # objects in the list, keys left out, an escape JSON does not know skipped (local/qwen2.5-coder-0.5b again)
+    objects = '{"descriptions": [{"request": "Find a bug", "description": "Search issues by words."}]}'
+    assert parse_proposals(objects) == ["Search issues by words."]
+    cut = '{"descriptions": [{"request": "it\\\'s", "description": "Search issues by words."}, {"request": "x", "d'
+    assert parse_proposals(cut) == ["Search issues by words."]
 
 
 def test_a_candidate_that_quotes_a_case_is_found() -> None:
@@ -229,40 +236,31 @@ def test_a_candidate_that_quotes_a_case_is_found() -> None:
     assert quoted_case("List the issues of a repository, filtered by labels and state.", requests) is None
 
 
-WEATHER = ["Will it rain in Paris tomorrow?", "What is the temperature in Oslo today?",
-           "Is it going to snow in Denver?",
-           "How windy will it be in Chicago this afternoon?", "Do I need an umbrella in London today?",
-           "What's the forecast for Tokyo this weekend?", "Will it be sunny in Madrid on Saturday?",
-           "How hot will it get in Cairo tomorrow?", "Is a thunderstorm expected in Miami tonight?",
-           "What will the weather be like in Berlin on Monday?", "Is it cold in Moscow right now?",
-           "Will there be fog in San Francisco tomorrow morning?", "How much rain will fall in Seattle this week?",
-           "What is the humidity in Singapore today?", "Should I expect hail in Dallas this evening?",
-           "Will it freeze in Toronto overnight?"]
-STOCKS = ["What is Apple's share price?", "How did the Nasdaq close today?", "Show me the stock price of Tesla.",
-          "What is the ticker price of MSFT?"]
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def test_local_minilm_accepts_a_description_that_names_the_requests(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The embedded retriever for real: `t1` says nothing, so weather requests go nowhere; a description that says
-    what it does brings them to it (and the stock requests stay with `t2`)."""
+def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make tune-demo` as docs/tuning.md reports it: local/minilm (descriptions change its embeddings) on the GitHub
+    catalog's examples, with examples/tune/candidates.yaml: the list_issues rewrite that names the tool's filters is
+    kept on held-out evidence, the other one loses on train, the search_issues one has too few changed cases."""
     pytest.importorskip("sentence_transformers")
-    schema = {"type": "object", "properties": {}}
-    tools = [{"name": "t1", "description": "Does things.", "inputSchema": schema},
-             {"name": "t2", "description": "Look up the latest stock price of a company by its ticker symbol.",
-              "inputSchema": schema}]
-    (tmp_path / "tools.json").write_text(json.dumps(tools))
-    lines = ["server: {tools_file: tools.json}", "cases:"]
-    for i, text in enumerate(WEATHER + STOCKS):
-        tool = "t1" if i < len(WEATHER) else "t2"
-        lines += [f"  - id: q{i}", f"    input: {json.dumps(text)}", f"    expect: [{{tool: {tool}}}]"]
-    (tmp_path / "b.mcpeval.yaml").write_text("\n".join(lines) + "\n")
-    candidates = {"version": 1, "candidates": {"t1": ["Weather forecast: rain, snow, temperature, wind and sun for a "
-                                                      "city, today, tomorrow or this week."]}}
-    (tmp_path / "c.yaml").write_text(json.dumps(candidates))
+    for name in ("github", "tune"):
+        shutil.copytree(EXAMPLES / name, tmp_path / name)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     monkeypatch.chdir(tmp_path)
-    assert tune("b.mcpeval.yaml", "--model", "local/minilm", "--candidates", "c.yaml", "--out", "out") == 0
-    (trial,) = json.loads((tmp_path / "out" / "tune.json").read_text())["candidates"]
-    assert (trial["verdict"], trial["reason"]) == ("accepted", None), trial["note"]
-    assert trial["holdout"]["f1"]["after"] > trial["holdout"]["f1"]["before"] and trial["holdout"]["f1"]["p"] < 0.05
+    assert tune("github", "tune", "--model", "local/minilm", "--candidates", "tune/candidates.yaml",
+                "--out", "out") == 0
+    data = json.loads((tmp_path / "out" / "tune.json").read_text())
+    assert (len(data["split"]["train"]), len(data["split"]["holdout"])) == (57, 54)
+    verdicts = [(c["tool"], c["description"][:24], c["verdict"], c["reason"]) for c in data["candidates"]]
+    assert verdicts == [("list_issues", "List issues: show the op", "rejected", "worse_than_other_candidate"),
+                        ("list_issues", "List the issues of a rep", "accepted", None),
+                        ("search_issues", "Has anyone already repor", "rejected", "no_significant_gain")]
+    kept, dropped = data["candidates"][1], data["candidates"][2]
+    f1 = kept["holdout"]["f1"]
+    assert (f1["before"], f1["p"] < 0.05, kept["regressions"]) == (0.0, True, []) and f1["after"] > 0.7
+    assert "cannot show a significant gain" in dropped["note"]
+    assert yaml.safe_load((tmp_path / "out" / "overlay.yaml").read_text())["tools"] == {
+        "list_issues": {"description": kept["description"]}}
+    assert "## `list_issues` (file, round 1): kept" in (tmp_path / "out" / "tune.md").read_text()

@@ -33,11 +33,12 @@ QUOTE_RUN = 6  # words in a row shared with a case's request that make a candida
 QUOTE_MIN = 4  # a request this long or longer, repeated whole, is quoted too
 
 SYSTEM_PROMPT = """\
-You improve the descriptions of MCP tools so that a model choosing among many tools picks the right one. \
-Given a tool, its current description, the tools it is confused with and requests where the wrong tool was \
-chosen, write better descriptions of THIS tool only: say what it does, when to use it and when to use the \
-other tools instead. Keep each under 80 words. Answer with a JSON object {"descriptions": ["...", "..."]} \
-holding 1 to 3 alternatives, nothing else."""
+You write the description of one tool of an MCP server, for a model that picks one tool among many by their \
+descriptions. You are shown the tool's current description, the tools it is confused with, and requests where \
+the wrong tool was picked. Write 1 to 3 NEW descriptions of THIS tool only: what it does and which kinds of \
+requests it is for, and, where it helps, when to use one of the other tools instead. Never copy the current \
+description, another tool's description or a request: describe the kind of request in general words instead of \
+quoting one. Keep each under 60 words. Answer only with a JSON object {"descriptions": ["...", "..."]}."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,26 @@ def proposer_messages(tool: str, current: str, confused: Mapping[str, str],
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
-_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a complete JSON string
+
+
+def _strings(text: str) -> list[str]:
+    """The complete JSON strings of ``text`` that are list items or ``description`` values, left to right; one
+    with an escape JSON does not know is left out."""
+    out = []
+    key = None  # the key the next value belongs to
+    for match in _JSON_STRING.finditer(text):
+        if text[match.end():].lstrip().startswith(":"):
+            key = match.group(1)
+            continue
+        is_value = text[:match.start()].rstrip().endswith(":")
+        if is_value and key != "description":  # {"request": "...", "description": "..."}: the description only
+            continue
+        try:
+            out.append(json.loads(f'"{match.group(1)}"'))
+        except ValueError:
+            continue
+    return out
 
 
 def parse_proposals(content: str | None) -> list[str]:
@@ -108,13 +128,14 @@ def parse_proposals(content: str | None) -> list[str]:
         if not text.startswith(("{", "[")):
             return [text[:MAX_DESCRIPTION]] if text else []
         _, found, rest = text.partition('"descriptions"')
-        data = [json.loads(f'"{m}"') for m in _JSON_STRING.findall(rest if found else text)]
+        data = _strings(rest if found else text)
     if isinstance(data, dict):
         data = data.get("descriptions", data.get("description"))
     if isinstance(data, str):
         data = [data]
     if not isinstance(data, list):
         return []
+    data = [d.get("description") if isinstance(d, dict) else d for d in data]  # [{"description": ...}, ...] too
     kept = [d.strip()[:MAX_DESCRIPTION] for d in data if isinstance(d, str) and d.strip()]
     return list(dict.fromkeys(kept))
 
