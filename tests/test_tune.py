@@ -123,6 +123,9 @@ def test_every_reason_and_an_acceptance(project: Path, keyword_model: KeywordMod
         "version: 1\ntools:\n  search:\n    description: Search things. kilo\n")
     markdown = (project / "out" / "tune.md").read_text()
     assert "## `search` (file, round 1): kept" in markdown and "+Search things. kilo" in markdown
+    assert "| `search` | Search things. kilo (file) | 0.000 → 1.000 |" in markdown  # the summary table, kept first
+    assert ("| `listing` | List things, e.g. alpha request number 3. (file) | not judged |  | `quotes_a_case` |"
+            in markdown)
     assert "dropped: `regression`" in markdown and "model call" in markdown
     report = json.loads((project / "out" / "report.json").read_text())
     assert report["run"]["overlay"]["tools"] == ["search"]

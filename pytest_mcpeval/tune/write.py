@@ -24,15 +24,31 @@ def description_diff(before: str, after: str) -> list[str]:
     return [line for line in difflib.unified_diff(old, new, lineterm="", n=20)][2:]
 
 
+def _number(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def _pair(metric: Mapping[str, Any] | None) -> str:
     if not metric:
         return "not measured"
-    before, after = metric.get("before"), metric.get("after")
-    def number(value: Any) -> str:
-        return "n/a" if value is None else f"{value:.3f}"
-
-    shown = f"{number(before)} → {number(after)}"
+    shown = f"{_number(metric.get('before'))} → {_number(metric.get('after'))}"
     return f"{shown} (p = {format_p(float(metric.get('p', 1.0)))}, {metric.get('discordant', 0)} cases changed)"
+
+
+def summary_table(trials: Sequence[Trial]) -> list[str]:
+    """One row per candidate, by tool, the kept one first: held-out F1 before -> after, its p-value, the verdict."""
+    if not trials:
+        return []
+    lines = ["| tool | candidate | held-out f1 | p | verdict |", "| --- | --- | --- | --- | --- |"]
+    for trial in sorted(trials, key=lambda t: (t.candidate.tool, t.verdict != "accepted")):
+        c = trial.candidate
+        f1 = (trial.holdout or {}).get("f1") or {}
+        text = c.description if len(c.description) <= 60 else c.description[:57] + "..."
+        change = f"{_number(f1.get('before'))} → {_number(f1.get('after'))}" if f1 else "not judged"
+        p = format_p(float(f1["p"])) if f1 else ""
+        verdict = "**kept**" if trial.verdict == "accepted" else f"`{trial.reason}`"
+        lines.append(f"| `{c.tool}` | {text.replace('|', chr(92) + '|')} ({c.source}) | {change} | {p} | {verdict} |")
+    return [*lines, ""]
 
 
 def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
@@ -45,6 +61,7 @@ def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
              f"{data['max_token_growth']:.0%}.", "",
              f"**{plural(sum(t.verdict == 'accepted' for t in trials), 'change')} accepted** of "
              f"{plural(len(trials), 'candidate')}.", ""]
+    lines += summary_table(trials)
     for trial in trials:
         c = trial.candidate
         verdict = "kept" if trial.verdict == "accepted" else f"dropped: `{trial.reason}`"
