@@ -15,8 +15,9 @@ import yaml
 from pytest_mcpeval.__main__ import build_parser
 from pytest_mcpeval.testing import ScriptedModelServer
 from pytest_mcpeval.tune import TuneError
-from pytest_mcpeval.tune.candidates import parse_proposals, quoted_case
-from pytest_mcpeval.tune.evaluate import Outcome
+from pytest_mcpeval.tune.candidates import Candidate, parse_proposals, quoted_case
+from pytest_mcpeval.tune.evaluate import Evaluation, Outcome
+from pytest_mcpeval.tune.loop import Settings, Tuner
 from pytest_mcpeval.tune.split import split_cases
 from pytest_mcpeval.tune.stats import accuracy, holm, tool_f1
 
@@ -166,6 +167,8 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
     (["--candidates", "candidates.yaml", "--holdout", "1.5"], "--holdout=1.5: the held-out share must be strictly"),
     (["--candidates", "candidates.yaml", "--tools", "nope"], "tool `nope` is not in the catalog"),
     ([], "nothing to try: give --candidates FILE and/or --proposer MODEL"),
+    (["--candidates", "candidates.yaml", "--pytest-args", "'-o"], "--pytest-args=\"'-o\": No closing quotation"),
+    (["--candidates", "candidates.yaml", "--max-token-growth", "nan"], "--max-token-growth=nan: expected a finite"),
 ])
 def test_usage_errors(project: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "bad.yaml").write_text("version: 1\ncandidates:\n  serch: [x]\n")
@@ -173,6 +176,13 @@ def test_usage_errors(project: Path, argv: list[str], message: str, capsys: pyte
     (project / "broken.yaml").write_text("version: 1\ncandidates:\n  search:\n  - Search: find things\n    by words\n")
     assert tune("bench.mcpeval.yaml", "--model", "kw", "--out", "out", *argv) == 4
     assert message in capsys.readouterr().err
+
+
+def test_an_argument_argparse_refuses_is_a_usage_error_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        tune("x.mcpeval.yaml", "--model", "m", "--holdout", "half")
+    assert exited.value.code == 4
+    assert "python -m pytest_mcpeval tune: argument --holdout: invalid float value: 'half'" in capsys.readouterr().err
 
 
 def test_no_model_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -237,6 +247,64 @@ def test_a_candidate_that_quotes_a_case_is_found() -> None:
     assert quoted_case("Issues. Example: list open bugs now.", requests) == "f::short"  # a whole request of 4 words
     assert quoted_case("Shows open bugs? and more", requests) is None  # two words in a row are no quote
     assert quoted_case("List the issues of a repository, filtered by labels and state.", requests) is None
+
+
+class FakeEvaluator:
+    """The loop's decisions on outcomes given by a rule (``call(group, overlay) -> tool called``), with no model:
+    each tool's definition is 100 tokens plus its overlaid description's length, in one catalog of 300 tokens."""
+
+    def __init__(self, groups: dict[str, str], call: Any) -> None:
+        self.groups, self.call, self.runs = groups, call, []  # type: ignore[var-annotated]
+
+    def run(self, overlay: dict[str, str], selected: Any, name: str, **_: Any) -> Evaluation:
+        self.runs.append(name)
+        out = {}
+        for key in (self.groups if selected is None else selected):
+            expected = self.groups[key][0]
+            called = self.call(self.groups[key], overlay)
+            out[key] = Outcome(key, expected, called, expected == called)
+        sizes = {t: 100 + len(overlay.get(t, "")) for t in "ABC"}
+        return Evaluation(out, sizes, [(300, frozenset("ABC"))], {t: "d" for t in "ABC"})
+
+
+def fake_tuner(call: Any) -> tuple[Tuner, FakeEvaluator, Evaluation]:
+    groups = {f"f::{part}{group}{i}": group for part in "th" for group, n in (("A1", 7), ("A2", 7), ("B", 8))
+              for i in range(n)}
+    evaluator = FakeEvaluator(groups, call)
+    expected = {k: [g[0]] for k, g in groups.items()}
+    train = sorted(k for k in groups if "::t" in k)
+    held = sorted(k for k in groups if "::h" in k)
+    tuner = Tuner(evaluator, expected, train, held, Settings())  # type: ignore[arg-type]
+    return tuner, evaluator, evaluator.run({}, None, "base")
+
+
+def test_changes_accepted_alone_are_rejected_together_when_one_breaks_the_other() -> None:
+    """Each rewrite wins alone; together B takes A's cases (A1 right before, A2 won by A's rewrite): only the one
+    with the smaller p-value is kept, the other is a regression."""
+    def call(group: str, overlay: dict[str, str]) -> str:
+        if group.startswith("A"):
+            return "B" if "A" in overlay and "B" in overlay else "A" if "A" in overlay or group == "A1" else "C"
+        return "B" if "B" in overlay else "C"
+
+    tuner, evaluator, base = fake_tuner(call)
+    trials = tuner.round(1, {}, base, [Candidate("A", "alpha", "file"), Candidate("B", "beta", "file")])
+    verdicts = {t.candidate.tool: (t.verdict, t.reason) for t in trials}
+    assert verdicts == {"A": ("rejected", "regression"), "B": ("accepted", None)}, [t.note for t in trials]
+    a = next(t for t in trials if t.candidate.tool == "A")
+    assert "combined with the other accepted changes" in a.note and "f1[A]" in a.note
+    assert "r1-combined" in evaluator.runs
+
+
+def test_token_growth_is_the_sum_of_the_accepted_changes() -> None:
+    """Two rewrites of +20 % each pass the 25 % cap alone; together they are +40 %: one is dropped."""
+    def call(group: str, overlay: dict[str, str]) -> str:
+        return group[0] if group[0] in overlay else "C"
+
+    tuner, _, base = fake_tuner(call)
+    trials = tuner.round(1, {}, base, [Candidate("A", "a" * 60, "file"), Candidate("B", "b" * 60, "file")])
+    assert sorted((t.verdict, t.reason) for t in trials) == [("accepted", None), ("rejected", "token_growth")]
+    assert all(t.tokens == {"before": 300, "after": 360, "growth": 0.2} for t in trials)
+    assert "tokens per request +40%" in next(t.note for t in trials if t.verdict == "rejected")
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

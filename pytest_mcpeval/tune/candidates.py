@@ -49,8 +49,9 @@ class Candidate:
     round: int = 1
 
 
-def load_candidates(path: Path, tools: Sequence[str]) -> list[Candidate]:
-    """The candidates of a file; a :class:`TuneError` for a malformed file or a tool the catalog lacks."""
+def load_candidates(path: Path, tools: Sequence[str] | None) -> list[Candidate]:
+    """The candidates of a file; a :class:`TuneError` for a malformed file or a tool the catalog lacks (``tools``:
+    the catalog's names; ``None`` checks the file's form only, before anything is run)."""
     from pytest_mcpeval.benchmark.problems import BenchmarkError
     from pytest_mcpeval.benchmark.yaml_source import load_bounded_yaml
 
@@ -66,7 +67,7 @@ def load_candidates(path: Path, tools: Sequence[str]) -> list[Candidate]:
         raise TuneError(f"--candidates={path}: expected `version: 1` and `candidates: {{TOOL: [DESCRIPTION, ...]}}`")
     out: list[Candidate] = []
     for tool, texts in data["candidates"].items():
-        if str(tool) not in tools:
+        if tools is not None and str(tool) not in tools:
             raise TuneError(f"--candidates={path}: tool `{tool}` is not in the catalog{did_you_mean(str(tool), tools)}")
         if isinstance(texts, str):
             texts = [texts]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_mcpeval.text import did_you_mean
 from pytest_mcpeval.tune import TuneError
@@ -26,7 +27,14 @@ from pytest_mcpeval.tune.write import write_outputs
 HELP = "rewrite tool descriptions and keep only the rewrites that improve held-out cases significantly"
 
 
+def _usage(message: str) -> NoReturn:
+    """argparse's errors of this command: one line, exit status 4 (the command's usage errors), not argparse's 2."""
+    print(f"python -m pytest_mcpeval tune: {message}", file=sys.stderr)
+    raise SystemExit(4)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.error = _usage  # type: ignore[method-assign]
     parser.add_argument("paths", nargs="+", metavar="PATH", help="benchmark files or directories, as for pytest")
     parser.add_argument("--model", help="the model evaluated (a litellm model string, an ini alias, local/minilm)")
     parser.add_argument("--candidates", type=Path, metavar="FILE",
@@ -54,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     except TuneError as exc:
         print(f"python -m pytest_mcpeval tune: {exc}", file=sys.stderr)
         return 4
+    except KeyboardInterrupt:  # Ctrl-C reaches the evaluation's pytest too; the outputs are written at the end only
+        print(f"python -m pytest_mcpeval tune: interrupted; nothing was written to {args.out}", file=sys.stderr)
+        return 2
 
 
 def _check(args: argparse.Namespace) -> dict[str, Any]:
@@ -61,6 +72,9 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
         raise TuneError("no model: give --model MODEL (e.g. local/minilm)")
     if not args.candidates and not args.proposer:
         raise TuneError("nothing to try: give --candidates FILE and/or --proposer MODEL")
+    for name in ("holdout", "level", "max_token_growth"):
+        if not math.isfinite(getattr(args, name)):
+            raise TuneError(f"--{name.replace('_', '-')}={getattr(args, name)}: expected a finite number")
     if not 0 < args.holdout < 1:
         raise TuneError(f"--holdout={args.holdout:g}: the held-out share must be strictly between 0 and 1")
     if not 0 < args.level < 1:
@@ -73,6 +87,10 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
         raise TuneError(f"--proposer-params: not JSON ({exc})") from None
     if not isinstance(params, dict):
         raise TuneError("--proposer-params: expected a JSON object")
+    try:
+        args.pytest_arguments = shlex.split(args.pytest_args)
+    except ValueError as exc:
+        raise TuneError(f"--pytest-args={args.pytest_args!r}: {exc}") from None
     return params
 
 
@@ -101,8 +119,10 @@ def _proposals(proposer: Proposer, targets: list[str], base: Evaluation, train: 
 def tune(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     params = _check(args)
+    if args.candidates:
+        load_candidates(args.candidates, None)  # a malformed file is said before the first evaluation is paid for
     out: Path = args.out
-    evaluator = Evaluator(args.paths, args.model, shlex.split(args.pytest_args), out / "work", args.max_cost)
+    evaluator = Evaluator(args.paths, args.model, args.pytest_arguments, out / "work", args.max_cost)
     manifest = evaluator.manifest()
     cases = manifest["cases"]
     expected = {key: case["expected"] for key, case in cases.items()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -42,34 +43,44 @@ class Outcome:
 @dataclass
 class Evaluation:
     outcomes: dict[str, Outcome]
-    tool_tokens: dict[str, int]  # tool -> tokens per request of the largest catalog that has it
+    tool_sizes: dict[str, int]  # tool -> the tokens of its own definition (the same in every catalog that has it)
+    catalogs: list[tuple[int, frozenset[str]]]  # each catalog the run showed: tokens per request, its tools
     descriptions: dict[str, str]  # tool -> the description its catalog had (overlaid)
     calls: int = 0  # model calls made (not replayed from the cache)
     cost_usd: float = 0.0
     report: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # cases (file::id) with an error and no scored repeat
 
 
-def outcomes_of(report: Mapping[str, Any]) -> dict[str, Outcome]:
-    """Per case (its first repeat, without an error), what was expected and called."""
+def outcomes_of(report: Mapping[str, Any]) -> tuple[dict[str, Outcome], list[str]]:
+    """Per case, what its first scored repeat (without an error) expected and called; and the cases that have no
+    scored repeat (an error: an infrastructure failure is not a model's miss, and is not compared)."""
     out: dict[str, Outcome] = {}
-    for case in report.get("cases", []):
-        if case.get("repeat", 0) or case.get("error") or case.get("correct") is None:
-            continue
+    seen: set[str] = set()
+    for case in sorted(report.get("cases", []), key=lambda c: c.get("repeat", 0)):
         key = f"{case['file']}::{case['id']}"
+        seen.add(key)
+        if key in out or case.get("error") or case.get("correct") is None:
+            continue
         out[key] = Outcome(key, str(case.get("expected_label") or NONE), str(case.get("called_label") or NONE),
                            bool(case["correct"]), bool(case.get("flow")), case.get("passed"), case.get("coverage"))
-    return out
+    return out, sorted(seen - set(out))
 
 
-def catalog_facts(report: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, str]]:
-    """Tokens per request of the largest catalog holding each tool, and each tool's description there."""
-    tokens: dict[str, int] = {}
+def catalog_facts(report: Mapping[str, Any]) -> tuple[dict[str, int], list[tuple[int, frozenset[str]]],
+                                                      dict[str, str]]:
+    """Each tool's own tokens and its description (in the largest catalog holding it), and each catalog's tokens
+    per request with its tools."""
+    sizes: dict[str, int] = {}
     descriptions: dict[str, str] = {}
+    catalogs: list[tuple[int, frozenset[str]]] = []
     for info in sorted(report.get("catalogs", {}).values(), key=lambda i: i.get("tokens", 0)):
-        for name, tool in info.get("tools", {}).items():
-            tokens[name] = int(info.get("tokens", 0))
+        tools = info.get("tools", {})
+        catalogs.append((int(info.get("tokens", 0)), frozenset(tools)))
+        for name, tool in tools.items():
+            sizes[name] = int(tool.get("tokens", 0))
             descriptions[name] = str(tool.get("description", ""))
-    return tokens, descriptions
+    return sizes, catalogs, descriptions
 
 
 class Evaluator:
@@ -97,6 +108,8 @@ class Evaluator:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
         self.seconds += time.perf_counter() - started
+        if done.returncode == 2 and "KeyboardInterrupt" in done.stdout + done.stderr:
+            raise KeyboardInterrupt  # the evaluation was interrupted (Ctrl-C reaches the whole process group)
         if done.returncode not in (0, 1, 5):  # 1: some case missed (the gate); 5: nothing selected
             lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
             start = next((i + 1 for i, ln in enumerate(lines) if "ERROR collecting" in ln), None)
@@ -119,6 +132,7 @@ class Evaluator:
             html: Path | None = None, report_path: Path | None = None) -> Evaluation:
         """Evaluate ``cases`` (``file::id`` keys; ``None``: all) with ``overlay`` (tool -> description)."""
         self.evaluations += 1
+        name = re.sub(r"[^\w.-]", "_", name)  # a tool's name may hold `/`: not a directory of the work folder
         report_path = report_path or self.work / f"{name}.json"
         report_path.unlink(missing_ok=True)
         extra = [f"--mcp-report={report_path}"]
@@ -149,5 +163,6 @@ class Evaluator:
             cost += float(usage.get("cost_usd") or 0.0)
         self.calls += calls
         self.cost_usd += cost
-        tokens, descriptions = catalog_facts(report)
-        return Evaluation(outcomes_of(report), tokens, descriptions, calls, cost, report)
+        sizes, catalogs, descriptions = catalog_facts(report)
+        outcomes, errors = outcomes_of(report)
+        return Evaluation(outcomes, sizes, catalogs, descriptions, calls, cost, report, errors)

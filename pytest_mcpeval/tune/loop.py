@@ -76,10 +76,9 @@ def missed_tools(outcomes: Iterable[Outcome]) -> list[str]:
     return sorted(found - {NONE})
 
 
-def affected(tool: str, outcomes: Mapping[str, Outcome], expected: Mapping[str, list[str]]) -> set[str]:
-    """The cases a change of ``tool``'s description can affect: expecting it or a tool it is confused with, or
-    calling it."""
-    tools = {tool} | confused_with(tool, outcomes.values())
+def affected(tools: set[str], outcomes: Mapping[str, Outcome], expected: Mapping[str, list[str]]) -> set[str]:
+    """The cases a change of a tool's description can affect: expecting or calling the tool or a tool it is
+    confused with (``tools``: the tool and its confusions)."""
     keys = {k for k, o in outcomes.items() if o.called in tools or o.expected in tools}
     return keys | {k for k, names in expected.items() if tools & set(names)}
 
@@ -106,12 +105,21 @@ def regression_family(tool: str | None, pairs: Sequence[tuple[Outcome, Outcome]]
     return family
 
 
-def measure(tool: str, pairs: Sequence[tuple[Outcome, Outcome]], hit: set[str], rerun: int) -> dict[str, Any]:
-    """The tool's F1 over the part, and the accuracy over the cases of it the tool can affect (``hit``)."""
+def measure(tool: str, pairs: Sequence[tuple[Outcome, Outcome]], hit: set[str], rerun: int,
+            errors: Sequence[str] = ()) -> dict[str, Any]:
+    """The tool's F1 over the part, and the accuracy over the cases of it the tool can affect (``hit``).
+    ``errors``: re-run cases that ended in an error (they keep their baseline outcome: not compared)."""
     f1 = stats.tool_f1(tool, pairs)
     acc = stats.accuracy([(b, a) for b, a in pairs if b.key in hit], "accuracy_affected")
-    return {"cases": len(pairs), "rerun": rerun, "affected": len(hit), "f1": f1.as_data(),
+    return {"cases": len(pairs), "rerun": rerun, "affected": len(hit), "errors": len(errors), "f1": f1.as_data(),
             "accuracy_affected": acc.as_data(), "_f1": f1, "_acc": acc}
+
+
+def gained(f1: stats.Change, acc: stats.Change, level: float) -> bool:
+    """The gain rule: the tool's F1 rises significantly (its paired permutation test at ``level``) and the accuracy
+    over the cases it can affect does not fall.  One test decides, so the level is the chance of accepting a
+    rewrite that changes nothing."""
+    return stats.significant_gain(f1, level) and (acc.diff or 0.0) >= 0.0
 
 
 def public(measured: dict[str, Any]) -> dict[str, Any]:
@@ -127,15 +135,44 @@ class Tuner:
         self.held = list(held)
         self.settings = settings
         self.requests = dict(requests or {})  # case key -> its user text: what a candidate must not quote
+        self.first: Evaluation | None = None  # the run without any change: what token growth is measured from
+        self.deltas: dict[str, int] = {}  # tool -> tokens its latest measured description adds to its definition
 
-    def scope(self, tool: str, base: Evaluation) -> tuple[set[str], set[str]]:
-        """The cases the tool can affect, and the guard sample of the others."""
-        hit = affected(tool, base.outcomes, self.expected)
-        return hit, guard_sample(set(self.expected) - hit, self.settings.seed, tool)
+    def scope(self, tool: str, base: Evaluation, part: Sequence[str],
+              seen: Sequence[str] | None = None) -> tuple[set[str], set[str]]:
+        """The cases of ``part`` the tool can affect, by its confusions in the cases ``seen`` (default ``part``: on
+        train, the held-out outcomes play no part in choosing a candidate), and the guard sample of the others."""
+        confused = confused_with(tool, [base.outcomes[k] for k in (part if seen is None else seen)
+                                        if k in base.outcomes])
+        outcomes = {k: base.outcomes[k] for k in part if k in base.outcomes}
+        expected = {k: self.expected[k] for k in part if k in self.expected}
+        hit = affected({tool} | confused, outcomes, expected)
+        return hit, guard_sample(set(expected) - hit, self.settings.seed, tool)
+
+    def growth(self, after: Evaluation | None, overlay: Mapping[str, str]) -> dict[str, Any]:
+        """The tokens per request ``overlay`` adds to the catalog it grows most, against the run without any change:
+        each tool's own tokens before and after (a tool the run did not show keeps its last measured change)."""
+        first = self.first
+        assert first is not None
+        for tool in overlay:
+            if after is not None and tool in after.tool_sizes and tool in first.tool_sizes:
+                self.deltas[tool] = after.tool_sizes[tool] - first.tool_sizes[tool]
+        deltas = {t: self.deltas.get(t, 0) for t in overlay}
+        worst = {"before": 0, "after": 0, "growth": 0.0}
+        for total, names in first.catalogs:
+            changed = names & deltas.keys()
+            if not total or not changed:
+                continue
+            grown = total + sum(deltas[t] for t in changed)
+            if not worst["before"] or grown / total - 1 > worst["growth"]:
+                worst = {"before": total, "after": grown, "growth": round(grown / total - 1, 4)}
+        return worst
 
     def round(self, number: int, accepted: dict[str, str], base: Evaluation,
               candidates: Sequence[Candidate]) -> list[Trial]:
         """Judge ``candidates`` against ``base`` (the run with ``accepted``); the accepted are re-checked together."""
+        if self.first is None:
+            self.first = base
         trials: list[Trial] = []
         by_tool: dict[str, list[Candidate]] = {}
         for c in candidates:
@@ -154,15 +191,15 @@ class Tuner:
 
     def tool_round(self, number: int, tool: str, group: Sequence[Candidate], accepted: Mapping[str, str],
                    base: Evaluation) -> list[Trial]:
-        hit, guard = self.scope(tool, base)
-        on_train = sorted((hit | guard) & set(self.train))
+        hit, guard = self.scope(tool, base, self.train)
+        on_train = sorted(hit | guard)
         trials = []
         for index, candidate in enumerate(group):
             trial = Trial(candidate, before_description=base.descriptions.get(tool, ""))
             after = self.evaluator.run({**accepted, tool: candidate.description}, on_train,
                                        f"r{number}-{tool}-{index}-train") if on_train else None
             measured = measure(tool, pairs_over(self.train, base.outcomes, after.outcomes if after else {}),
-                               hit & set(on_train), len(on_train))
+                               hit, len(on_train), after.errors if after else ())
             trial.train = public(measured)
             f1_after = measured["_f1"].after
             trial.rank = (-1.0 if f1_after is None else f1_after, measured["_acc"].after or 0.0,
@@ -172,40 +209,35 @@ class Tuner:
         for trial in trials:
             if trial is not best:
                 trial.reason, trial.note = WORSE, "another candidate for the tool did better on the train cases"
-        self.judge(number, best, (hit, guard), accepted, base)
+        self.judge(number, best, accepted, base)
         return trials
 
-    def judge(self, number: int, trial: Trial, scope: tuple[set[str], set[str]], accepted: Mapping[str, str],
-              base: Evaluation) -> None:
+    def judge(self, number: int, trial: Trial, accepted: Mapping[str, str], base: Evaluation) -> None:
         tool = trial.candidate.tool
-        hit, guard = scope
-        on_held = sorted((hit | guard) & set(self.held))
-        after = self.evaluator.run({**accepted, tool: trial.candidate.description}, on_held,
-                                   f"r{number}-{tool}-holdout") if on_held else None
+        hit, guard = self.scope(tool, base, self.held, seen=[*self.train, *self.held])  # every confusion known
+        on_held = sorted(hit | guard)
+        overlay = {**accepted, tool: trial.candidate.description}
+        after = self.evaluator.run(overlay, on_held, f"r{number}-{tool}-holdout") if on_held else None
         pairs = pairs_over(self.held, base.outcomes, after.outcomes if after else {})
-        measured = measure(tool, pairs, hit & set(on_held), len(on_held))
+        measured = measure(tool, pairs, hit, len(on_held), after.errors if after else ())
         trial.holdout = public(measured)
         level = self.settings.level
-        family = regression_family(tool, pairs, level)
-        drops = [c for c in family if stats.significant_drop(c, level)]
+        drops = [c for c in regression_family(tool, pairs, level) if stats.significant_drop(c, level)]
         trial.regressions = [c.as_data() for c in drops]
-        before_tokens = base.tool_tokens.get(tool, 0)
-        after_tokens = after.tool_tokens.get(tool, before_tokens) if after else before_tokens
-        growth = after_tokens / before_tokens - 1 if before_tokens else 0.0
-        trial.tokens = {"before": before_tokens, "after": after_tokens, "growth": round(growth, 4)}
+        trial.tokens = self.growth(after, overlay)
+        growth = float(trial.tokens["growth"])
         f1, acc = measured["_f1"], measured["_acc"]
-        gain = ((stats.significant_gain(f1, level) and (acc.diff or 0) >= 0)
-                or (stats.significant_gain(acc, level) and (f1.diff or 0) >= 0))
         if drops:
             trial.reason = REGRESSION
             trial.note = "significant drop (Holm) of " + ", ".join(f"{c.metric} {c.before:.3f} -> {c.after:.3f}"
                                                                    for c in drops)
         elif growth > self.settings.max_token_growth:
             trial.reason = TOKEN_GROWTH
-            trial.note = f"tokens per request {before_tokens} -> {after_tokens} (+{growth:.0%})"
-        elif not gain:
+            trial.note = (f"tokens per request {trial.tokens['before']} -> {trial.tokens['after']} (+{growth:.0%}) "
+                          "against the run without any change")
+        elif not gained(f1, acc, level):
             trial.reason = NO_GAIN
-            trial.note = no_gain_note(f1, len(on_held), level)
+            trial.note = no_gain_note(f1, acc, len(on_held), level)
         else:
             trial.verdict, trial.reason = "accepted", None
             trial.note = f"f1[{tool}] {f1.before or 0:.3f} -> {f1.after or 0:.3f} on held-out, p = {f1.p:.4g}"
@@ -213,7 +245,8 @@ class Tuner:
 
     def confirm(self, number: int, trial: Trial, accepted: Mapping[str, str], base: Evaluation) -> None:
         """A change that passed on the cases it can affect and the guard sample runs on every held-out case: what
-        it takes from a tool outside its scope is a regression too."""
+        it takes from a tool outside its scope is a regression too.  (Only a change about to be accepted pays for
+        this run: a rejected one may hide such a regression behind its reason, never behind an acceptance.)"""
         tool = trial.candidate.tool
         after = self.evaluator.run({**accepted, tool: trial.candidate.description}, self.held,
                                    f"r{number}-{tool}-holdout-all")
@@ -226,29 +259,40 @@ class Tuner:
                           + ", ".join(f"{c.metric} {c.before:.3f} -> {c.after:.3f}" for c in drops))
 
     def recheck(self, number: int, trials: list[Trial], accepted: Mapping[str, str], base: Evaluation) -> None:
-        """Changes accepted alone are run together on the held-out part; a joint regression keeps only the one
-        with the smallest p-value."""
+        """Changes accepted alone are run together on every held-out case: every tool's F1 (the accepted tools'
+        too), the accuracy, the flows, each accepted tool's own gain and the tokens of them all must hold.  If
+        they do not, only the one with the smallest p-value is kept (it was checked alone)."""
         if len(trials) < 2:
             return
         combined = {**accepted, **{t.candidate.tool: t.candidate.description for t in trials}}
         after = self.evaluator.run(combined, self.held, f"r{number}-combined")
-        family = regression_family(None, pairs_over(self.held, base.outcomes, after.outcomes), self.settings.level)
-        family = [c for c in family if not any(c.metric == f"f1[{t.candidate.tool}]" for t in trials)]
-        drops = [c for c in family if stats.significant_drop(c, self.settings.level)]
-        if not drops:
+        pairs = pairs_over(self.held, base.outcomes, after.outcomes)
+        level = self.settings.level
+        drops = [c for c in regression_family(None, pairs, level) if stats.significant_drop(c, level)]
+        lost = [t.candidate.tool for t in trials if not stats.significant_gain(stats.tool_f1(t.candidate.tool, pairs),
+                                                                                level)]
+        tokens = self.growth(after, combined)
+        over = float(tokens["growth"]) > self.settings.max_token_growth
+        if not drops and not lost and not over:
             return
         keep = min(trials, key=lambda t: (t.holdout or {}).get("f1", {}).get("p", 1.0))
+        why = [f"significant drop of {', '.join(c.metric for c in drops)}"] if drops else []
+        why += [f"no significant gain left for {', '.join(lost)}"] if lost else []
+        why += [f"tokens per request +{float(tokens['growth']):.0%}"] if over else []
         for trial in trials:
             if trial is not keep:
-                trial.verdict, trial.reason = "rejected", REGRESSION
-                trial.note = (f"combined with the other accepted changes: significant drop of "
-                              f"{', '.join(c.metric for c in drops)}")
+                trial.verdict = "rejected"
+                trial.reason = REGRESSION if drops or lost else TOKEN_GROWTH
+                trial.note = f"combined with the other accepted changes: {'; '.join(why)}"
                 trial.regressions = [c.as_data() for c in drops]
 
 
-def no_gain_note(f1: stats.Change, held: int, level: float) -> str:
+def no_gain_note(f1: stats.Change, acc: stats.Change, held: int, level: float) -> str:
     if stats.smallest_p(f1.discordant) >= level:
         return (f"{held} held-out cases re-run, {f1.discordant} of them changed: they cannot show a significant "
                 f"gain (the smallest p-value {f1.discordant} changed cases can give is "
                 f"{stats.smallest_p(f1.discordant):.4g}, level {level:g})")
+    if stats.significant_gain(f1, level):
+        return (f"f1 {f1.before or 0:.3f} -> {f1.after or 0:.3f} on held-out, p = {f1.p:.4g}, but the accuracy over "
+                f"the cases it can affect fell ({acc.before or 0:.3f} -> {acc.after or 0:.3f})")
     return f"f1 {f1.before or 0:.3f} -> {f1.after or 0:.3f} on held-out, p = {f1.p:.4g} (level {level:g})"

@@ -1,7 +1,8 @@
 """A pytest plugin the tune command loads in its subprocesses (``-p pytest_mcpeval.tune.select``).
 
 ``--mcpeval-tune-select=FILE`` keeps only the case items whose ``[file, id]`` (the file relative to the rootdir,
-as the report writes it) the JSON list in FILE holds; every other item is deselected.  ``--mcpeval-tune-manifest=
+as the report writes it) the JSON list in FILE holds; every other item is deselected (the ``--mcp-overlay`` check
+sees every collected file's catalog first).  ``--mcpeval-tune-manifest=
 FILE`` writes, once the items are collected, the rootdir and each case's file, id, expected tools and user text
 (what the proposer may be shown of a train case).  Node ids are never parsed.
 """
@@ -48,6 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = config.option.mcpeval_tune_select
     if not chosen:
         return
+    _check_overlay(config, items)
     wanted = {tuple(pair) for pair in json.loads(Path(chosen).read_text(encoding="utf-8"))}
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
@@ -58,3 +60,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _check_overlay(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The overlay checked against the catalogs of every collected file, before the selection: a candidate's run
+    may select no case of the server whose tool it changes (only a guard sample of the others), and the plugin's
+    own check, which looks at the selected files only, would then refuse a tool that is there."""
+    from pytest_mcpeval.keys import SETTINGS_KEY
+
+    overlay = config.stash[SETTINGS_KEY].overlay
+    if overlay is None or not any(item.stash.get(CASE_KEY, None) is not None for item in items):
+        return
+    from pytest_mcpeval.run import preflight
+    from pytest_mcpeval.run.overlay_check import check
+
+    check(config, [bench for bench, _, _ in preflight.from_items(items)], overlay)  # once: the later check is skipped
