@@ -137,3 +137,23 @@ def test_an_alias_bomb_in_an_overlay_or_a_candidates_file_is_refused_before_it_e
         load_overlay(bomb)
     with pytest.raises(TuneError, match="alias"):
         load_candidates(bomb, ["get_me"])
+
+
+def test_a_tune_selection_checks_the_overlay_against_every_collected_file(project: pytest.Pytester) -> None:
+    """tune's select plugin: a candidate's run may select no case of the server whose tool it changes; the overlay
+    is checked against every collected file's catalog before the selection, so that run is not refused."""
+    other = [{"name": "get_weather", "description": "Weather.", "inputSchema": {"type": "object", "properties": {}}}]
+    (project.path / "weather.json").write_text(json.dumps(other))
+    (project.path / "weather.mcpeval.yaml").write_text(
+        "server: {tools_file: weather.json}\nmodels: [fake]\ncases:\n  - id: w0\n    input: rain?\n"
+        "    expect: [{tool: get_weather}]\n")
+    (project.path / "overlay.yaml").write_text("version: 1\ntools:\n  get_weather: {description: Forecasts.}\n")
+    (project.path / "select.json").write_text(json.dumps([["bench.mcpeval.yaml", "search0"]]))
+    plugin = ["-p", "pytest_mcpeval.tune.select", "--mcpeval-tune-select=select.json", "--mcp-report=report.json"]
+    result = run(project, "--mcp-overlay=overlay.yaml", *plugin)
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    report = json.loads((project.path / "report.json").read_text())
+    assert [c["id"] for c in report["cases"]] == ["search0"] and report["run"]["overlay"]["tools"] == ["get_weather"]
+    (project.path / "overlay.yaml").write_text("version: 1\ntools:\n  get_weathr: {description: Forecasts.}\n")
+    result = run(project, "--mcp-overlay=overlay.yaml", *plugin)  # a tool no file has is still refused
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "did you mean `get_weather`?" in result.stderr.str()
