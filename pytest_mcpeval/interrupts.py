@@ -19,8 +19,8 @@ A signal that arrives while the report is being written (:attr:`finishing`) is r
 well under a second and an interruption must not leave half of the files.
 
 A stopped run must end.  An exception raised into the main thread wherever it stands can, rarely, leave a lock
-or a thread that nothing will release (seen once in a few hundred SIGTERM runs on a loaded machine: the process
-lived on after its report), and a CI job that waits for it hangs until its own limit.  So the first signal also
+or a thread that nothing will release (seen once, in CI on a loaded machine: a SIGTERM'd process lived on), and a
+CI job that waits for it hangs until its own limit.  So the first signal also
 starts a watchdog (a daemon thread, in the controller): if the process is still alive :data:`EXIT_GRACE_S`
 seconds later, not counting the time the report is being written, it prints every thread's stack to stderr
 (what hung, for a bug report) and ends the process with exit status 2, as the interrupted run it is.  A run that
@@ -104,12 +104,12 @@ class Interrupts:
             raise Terminated(f"{name}: the run was stopped")
         raise KeyboardInterrupt
 
-
-    def _watch_exit(self, name: str, grace: float | None = None) -> None:
-        """Wait ``grace`` seconds of not writing the report; a process still alive then is hung: say where, end it."""
+    def _watch_exit(self, name: str) -> None:
+        """Wait :data:`EXIT_GRACE_S` seconds of not writing the report; a process still alive then is hung: say
+        where, end it."""
         import time
 
-        left = EXIT_GRACE_S if grace is None else grace
+        left = EXIT_GRACE_S
         while left > 0:
             time.sleep(min(left, 0.5))
             if not self.finishing:
@@ -119,8 +119,7 @@ class Interrupts:
         stream = sys.__stderr__
         with contextlib.suppress(Exception):  # stderr closed or gone: exit anyway
             assert stream is not None
-            waited = EXIT_GRACE_S if grace is None else grace
-            stream.write(f"\npytest-mcpeval: the run did not end within {waited:g} s of {name}; ending it "
+            stream.write(f"\npytest-mcpeval: the run did not end within {EXIT_GRACE_S:g} s of {name}; ending it "
                          f"(exit status {EXIT_STATUS}). Where each thread was:\n")
             stream.flush()
             faulthandler.dump_traceback(file=stream, all_threads=True)

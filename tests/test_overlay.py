@@ -136,7 +136,7 @@ def test_an_alias_bomb_in_an_overlay_or_a_candidates_file_is_refused_before_it_e
     with pytest.raises(OverlayError, match="alias"):
         load_overlay(bomb)
     with pytest.raises(TuneError, match="alias"):
-        load_candidates(bomb, ["get_me"])
+        load_candidates(bomb)
 
 
 def test_a_tune_selection_checks_the_overlay_against_every_collected_file(project: pytest.Pytester) -> None:

@@ -49,9 +49,9 @@ class Candidate:
     round: int = 1
 
 
-def load_candidates(path: Path, tools: Sequence[str] | None) -> list[Candidate]:
-    """The candidates of a file; a :class:`TuneError` for a malformed file or a tool the catalog lacks (``tools``:
-    the catalog's names; ``None`` checks the file's form only, before anything is run)."""
+def load_candidates(path: Path) -> list[Candidate]:
+    """The candidates of a file; a :class:`TuneError` for a malformed one (read before anything is run: the names
+    are checked against the catalog by :func:`check_tools` once it is known)."""
     from pytest_mcpeval.benchmark.problems import BenchmarkError
     from pytest_mcpeval.benchmark.yaml_source import load_bounded_yaml
 
@@ -67,8 +67,6 @@ def load_candidates(path: Path, tools: Sequence[str] | None) -> list[Candidate]:
         raise TuneError(f"--candidates={path}: expected `version: 1` and `candidates: {{TOOL: [DESCRIPTION, ...]}}`")
     out: list[Candidate] = []
     for tool, texts in data["candidates"].items():
-        if tools is not None and str(tool) not in tools:
-            raise TuneError(f"--candidates={path}: tool `{tool}` is not in the catalog{did_you_mean(str(tool), tools)}")
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t.strip() for t in texts):
@@ -77,6 +75,14 @@ def load_candidates(path: Path, tools: Sequence[str] | None) -> list[Candidate]:
                             + (" (a description holding `: ` must be quoted)" if quote else ""))
         out += [Candidate(str(tool), text.strip(), "file") for text in dict.fromkeys(texts)]
     return out
+
+
+def check_tools(candidates: Sequence[Candidate], tools: Sequence[str], path: Path) -> None:
+    """A :class:`TuneError` for the first candidate of the file at ``path`` whose tool the catalog lacks."""
+    for candidate in candidates:
+        if candidate.tool not in tools:
+            raise TuneError(f"--candidates={path}: tool `{candidate.tool}` is not in the catalog"
+                            f"{did_you_mean(candidate.tool, tools)}")
 
 
 def proposer_messages(tool: str, current: str, confused: Mapping[str, str],

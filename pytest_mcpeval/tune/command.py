@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from pytest_mcpeval.text import did_you_mean
 from pytest_mcpeval.tune import TuneError
-from pytest_mcpeval.tune.candidates import Candidate, Proposer, load_candidates
+from pytest_mcpeval.tune.candidates import Candidate, Proposer, check_tools, load_candidates
 from pytest_mcpeval.tune.evaluate import Evaluation, Evaluator
 from pytest_mcpeval.tune.loop import Settings, Trial, Tuner, confused_with, missed_tools
 from pytest_mcpeval.tune.split import split_cases
@@ -119,8 +119,7 @@ def _proposals(proposer: Proposer, targets: list[str], base: Evaluation, train: 
 def tune(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     params = _check(args)
-    if args.candidates:
-        load_candidates(args.candidates, None)  # a malformed file is said before the first evaluation is paid for
+    pending = load_candidates(args.candidates) if args.candidates else []  # before any evaluation is paid for
     out: Path = args.out
     evaluator = Evaluator(args.paths, args.model, args.pytest_arguments, out / "work", args.max_cost)
     manifest = evaluator.manifest()
@@ -129,7 +128,7 @@ def tune(args: argparse.Namespace) -> int:
     train, held = split_cases(expected, args.holdout, args.seed)
     base = evaluator.run({}, None, "r1-base")
     tools = sorted(base.descriptions)
-    pending = load_candidates(args.candidates, tools) if args.candidates else []
+    check_tools(pending, tools, args.candidates)
     targets = _targets(args, tools, base, train)
     proposer = Proposer(args.proposer, params, out / "proposer-cache") if args.proposer else None
     requests = {key: case["text"] for key, case in cases.items()}

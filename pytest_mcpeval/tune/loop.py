@@ -269,8 +269,8 @@ class Tuner:
         pairs = pairs_over(self.held, base.outcomes, after.outcomes)
         level = self.settings.level
         drops = [c for c in regression_family(None, pairs, level) if stats.significant_drop(c, level)]
-        lost = [t.candidate.tool for t in trials if not stats.significant_gain(stats.tool_f1(t.candidate.tool, pairs),
-                                                                                level)]
+        lost = [t.candidate.tool for t in trials
+                if not stats.significant_gain(stats.tool_f1(t.candidate.tool, pairs), level)]
         tokens = self.growth(after, combined)
         over = float(tokens["growth"]) > self.settings.max_token_growth
         if not drops and not lost and not over:
