@@ -15,6 +15,7 @@ from pytest_mcpeval.results.registry import HEADLINE, METRICS
 from pytest_mcpeval.text import plural
 
 MAX_MISSES = 20
+SAME_ERROR_NAMED = 5  # cases named after the first of those failing with the same error
 WORST_TOOLS = 5
 
 
@@ -228,5 +229,14 @@ def case_lines(report: Report, verbose: int = 0) -> Iterator[str]:
     errors = [c for c in report["cases"] if c.get("error")]
     if errors:
         yield f"errors, excluded from the metrics ({len(errors)}):"
-        for case in errors[: None if verbose else MAX_MISSES]:
-            yield f"  {case['file']}::{case['id']}[{case['model']}]: {case['error']}"
+        same: dict[str, list[Any]] = {}  # one line per message: a model that cannot start fails every case alike
+        for case in errors:
+            same.setdefault(str(case["error"]), []).append(case)
+        for message, cases in list(same.items())[: None if verbose else MAX_MISSES]:
+            first = cases[0]
+            more = ""
+            if len(cases) > 1:
+                shown = [f"{c['id']}[{c['model']}]" for c in cases[1:SAME_ERROR_NAMED + 1]]
+                rest = len(cases) - 1 - len(shown)
+                more = f" and {len(cases) - 1} more ({', '.join(shown)}{f', ... {rest} more' if rest else ''})"
+            yield f"  {first['file']}::{first['id']}[{first['model']}]{more}: {message}"
