@@ -11,8 +11,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 LOCAL := $(VENV)/.installed-local
 DEV := $(VENV)/.installed-dev
-# The real chat model (docs/chat-model.md): llama-server and the 0.5B weights (491 MB) for make test, the 1.5B
-# (1.12 GB) for make demo-chat only.
+# The real chat model (docs/chat-model.md): llama.cpp (xllamacpp) and the 0.5B weights (491 MB) for make test, the
+# 1.5B (1.12 GB) for make demo-chat only.  The runtime and the 0.5B chunks are installed from requirements/chat.txt
+# with their SHA-256 (--require-hashes).
 CHAT := $(VENV)/.installed-chat
 CHAT_LARGE := $(VENV)/.installed-chat-1.5b
 # The reference MCP servers of examples/servers, installed into the project (never globally): the PyPI ones into
@@ -34,7 +35,8 @@ $(LOCAL): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[local]'
 	touch $(LOCAL)
 
-$(CHAT): $(LOCAL)
+$(CHAT): $(LOCAL) requirements/chat.txt
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements/chat.txt
 	$(BIN)/python -m pip install --quiet -e '.[chat]'
 	touch $(CHAT)
 

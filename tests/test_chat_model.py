@@ -27,6 +27,7 @@ from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.testing import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+USER_CHAT_DIR = weights_mod.cache_dir()  # read before pytester points HOME at a temporary folder
 
 
 # -- names ------------------------------------------------------------------------------------------------------
@@ -177,7 +178,7 @@ def test_preflight_stops_a_run_without_the_extra(pytester: pytest.Pytester, monk
         file="f.gguf", sha256="0" * 64, size=1, dist="mcpeval-no-such-chunk-part{}", parts=1, version="1.0",
         extra="chat", origin="test"))
     monkeypatch.setitem(ROUTES, "qwen2.5-coder-0.5b", missing)
-    monkeypatch.setattr(weights_mod, "binary", lambda route: Path("/bin/true"))  # the runtime may be installed
+    monkeypatch.setattr(weights_mod, "runtime_library", lambda route: Path("/bin/true"))  # installed or not
     (pytester.path / "tools.json").write_text(json.dumps([{"name": "get_me", "inputSchema": {"type": "object"}}]))
     (pytester.path / "bench.mcpeval.yaml").write_text(
         "server: {tools_file: tools.json}\ncases:\n  - id: me\n    input: who am I\n    expect: [{tool: get_me}]\n")
@@ -216,7 +217,7 @@ def test_the_route_parses_text_calls_bounds_tokens_and_records_its_serving(
         pytester: pytest.Pytester, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
     stand_in = Running(url=model_server.api_base.removesuffix("/v1"), pid=os.getpid(), keeper=0, log="llama.log",
                        slots=1, facts={"runtime": "stand-in", "weights": {"sha256": "ab" * 32}})
-    monkeypatch.setattr(route.SERVERS, "get", lambda which: stand_in)
+    monkeypatch.setattr(route.SERVERS, "get", lambda which, *sizes: stand_in)
     monkeypatch.setenv("PYTEST_MCPEVAL_CHAT_DIR", str(pytester.path / "chat"))
     model_server.script("Close W-1", {"content": '```json\n{"name": "close_issue", "arguments": '
                                                  '{"issue_key": "W-1"}}\n```'})
@@ -277,6 +278,7 @@ def _installed(real: Route) -> str | None:
 
 
 def _llama_servers(weights: Path) -> list[int]:
+    """The pids of local servers (models/llama/serve.py) serving ``weights``."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -284,45 +286,72 @@ def _llama_servers(weights: Path) -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if cmdline and cmdline[0].endswith(b"llama-server") and str(weights).encode() in cmdline:
+            if b"pytest_mcpeval.models.llama.serve" in cmdline and str(weights).encode() in cmdline:
                 found.append(int(entry.name))
     return found
 
 
-REAL_CASES = ("list-open-api", "close-duplicate", "reopen-issue", "smalltalk-thanks", "assign-and-label")
+# three tracker cases, each shown two of its tools (a prompt of ~700 tokens, not the tracker's 2,600: the first
+# request reads it all, at ~20-80 tokens a second on a shared CPU)
+REAL_CASES = """
+server:
+  python: "server:server"
+system: You are the assistant for Acme's issue tracker. Use the tools to answer and make changes.
+cases:
+  - id: close-duplicate
+    input: API-9 is a duplicate of API-7, please close it.
+    tools: [close_issue, get_issue]
+    expect:
+      - tool: close_issue
+        args: {issue_key: API-9, reason: duplicate, comment: {regex: "(?s).*API-7.*", optional: true}}
+  - id: show-issue
+    input: Show me issue WEB-12.
+    tools: [close_issue, get_issue]
+    expect: [{tool: get_issue, args: {issue_key: WEB-12}}]
+  - id: smalltalk-thanks
+    input: Thanks, that's all for now!
+    tools: [close_issue, get_issue]
+    expect: []
+"""
 
 
-def test_the_real_model_end_to_end(pytester: pytest.Pytester) -> None:
-    """local/qwen2.5-coder-0.5b on five tracker cases, two xdist workers sharing one llama-server: the server
-    starts, the calls it writes as text are parsed and scored, the report says how it was served, and no server
-    is left.  The model's choices are not asserted (it is a real model)."""
+def test_the_real_model_end_to_end(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """local/qwen2.5-coder-0.5b on three tracker cases, two xdist workers sharing one server (llama.cpp through
+    xllamacpp), started by the pre-flight check with a context sized from the catalog: the calls the model writes
+    as text are parsed and scored, the report says how it was served, and no server is left.  The model's choices
+    are not asserted (it is a real model)."""
     real = ROUTES["qwen2.5-coder-0.5b"]
     reason = _installed(real)
     if reason is not None:
         pytest.skip(f"the real model is not installed ({reason})")
-    for name in ("server.py", "tracker.mcpeval.yaml"):
-        (pytester.path / name).write_text((EXAMPLES / "tracker" / name).read_text())
+    # one thread: the suite's other worker keeps the second core busy, and llama.cpp's threads wait for each other
+    monkeypatch.setenv("PYTEST_MCPEVAL_CHAT_THREADS", "1")
+    monkeypatch.setenv("PYTEST_MCPEVAL_CHAT_DIR", str(USER_CHAT_DIR))  # the weights joined once, not in every HOME
+    (pytester.path / "server.py").write_text((EXAMPLES / "tracker" / "server.py").read_text())
+    (pytester.path / "real.mcpeval.yaml").write_text(REAL_CASES)
     started = time.monotonic()
-    result = run(pytester, "--mcp-models=local/qwen2.5-coder-0.5b", "--mcp-report=report.json", "-n", "2",
-                 "-k", " or ".join(REAL_CASES))
+    result = run(pytester, "--mcp-models=local/qwen2.5-coder-0.5b", "--mcp-report=report.json", "-n", "2")
     elapsed = time.monotonic() - started
-    result.stdout.fnmatch_lines(["local/qwen2.5-coder-0.5b: 5 scored, 0 errors | accuracy *"])
+    result.stdout.fnmatch_lines(["local/qwen2.5-coder-0.5b: 3 scored, 0 errors | accuracy *"])
     report = read_report(pytester)
     cases = report["cases"]
-    assert sorted(c["id"] for c in cases) == sorted(REAL_CASES)
+    assert sorted(c["id"] for c in cases) == ["close-duplicate", "show-issue", "smalltalk-thanks"]
     assert all(c.get("error") is None and c["passed"] is not None for c in cases)
     parsed = [c for c in cases if c.get("calls_parsed_from_text")]
     assert parsed, "no call was parsed from the model's text"
     assert all(c["called"] and c.get("diagnosis") != "tool_call_in_text" for c in parsed)
     assert all(c["usage"]["completion_tokens"] <= route.DEFAULT_MAX_TOKENS for c in cases)
     serving: dict[str, Any] = report["run"]["models"]["local/qwen2.5-coder-0.5b"]["params_sent"]["serving"]
-    assert serving["weights"]["sha256"] == real.weights.sha256 and serving["build"]
-    assert serving["chat_template_supports_tools"] is True
+    assert real.weights is not None and serving["weights"]["sha256"] == real.weights.sha256
+    assert serving["runtime"] == "llama.cpp server through xllamacpp 2026.10.11549"
+    assert serving["chat_template_supports_tools"] is True and serving["threads"] == 1
+    assert serving["ctx_per_slot"] == 8192  # the smallest a slot gets: three tools need far less
     assert serving["patterns_rewritten"]["close_issue"][0]["to"] == "^[A-Za-z]+-[0-9]+$"
-    assert Path(serving["log"]).is_file()
+    log = Path(serving["log"])
+    assert log.is_file() and log.read_text().count("pytest_mcpeval.models.llama.serve") == 1  # one start
     weights = weights_mod.cache_dir() / "weights" / real.weights.file
     deadline = time.monotonic() + 15
     while _llama_servers(weights) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _llama_servers(weights) == [], "a llama-server was left running"
+    assert _llama_servers(weights) == [], "a local server was left running"
     print(f"real 0.5B run: {elapsed:.0f} s")

@@ -11,7 +11,11 @@ and before any of them runs:
   holds answers of that model (a replay may cover every case; the cases it does not are errors as before);
 * each server of a benchmark file (``command``, ``url``, ``python``) must start, complete the MCP handshake
   and list its tools within ``--mcp-connect-timeout``; not when a ``conftest.py`` overrides ``mcp_server`` (the
-  fixture decides the server then, per item).
+  fixture decides the server then, per item);
+* a local llama.cpp model (``local/qwen2.5-coder-*``, ``local/gguf:PATH``) is started, once the rest holds, with
+  the context its cases' largest catalog needs (models/llama/sizing.py): a catalog that cannot fit, or a server
+  that dies while starting (SIGILL on a processor the build does not suit), is its line.  The server stays up for
+  the run (this process holds a lease on it until the session ends).
 
 What fails is one line per model or server, and the run stops with a usage error (exit 4) with no model called.
 ``--mcp-no-preflight`` skips the check.  It costs one start of each server, all at once, before the run starts
@@ -37,6 +41,7 @@ from pytest_mcpeval.run.prefetch import server_overridden
 if TYPE_CHECKING:
     from pytest_mcpeval.benchmark.loader import Benchmark
     from pytest_mcpeval.benchmark.schema import Case
+    from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec
 
 _DONE_KEY = pytest.StashKey[bool]()
@@ -59,21 +64,27 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
     config.stash[_DONE_KEY] = True
     models: dict[str, ModelSpec] = {}
     servers: dict[str, tuple[Benchmark, str]] = {}
+    served: list[tuple[str, Benchmark, Case, ModelSpec]] = []  # the cases of local llama.cpp models, by server key
     judged = False
     for bench, case, model in cases:
         models.setdefault(model.name, model)
         judged = judged or needs_judge(case)
         spec = bench.spec.server
+        key = f"{bench.path.parent.resolve()}|{spec.model_dump_json()}" if spec is not None else ""
         if spec is not None and spec.tools_file is None:
-            key = f"{bench.path.parent.resolve()}|{spec.model_dump_json()}"
             servers.setdefault(key, (bench, spec.describe()))
+        if model.target.startswith("llama-server/") and spec is not None:
+            served.append((key, bench, case, model))
     settings = config.stash[SETTINGS_KEY]
     if settings.judge_model and judged:  # only a case whose claims need the judge calls it
         judge = settings.registry.resolve(settings.judge_model)
         models.setdefault(judge.name, judge)
     problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
+    catalogs: dict[str, Catalog] = {}
     if servers and not server_overridden(config):
-        problems += _server_problems(config, list(servers.values()))
+        problems += _server_problems(config, servers, catalogs)
+    if served and not problems:
+        problems += _llama_problems(config, served, catalogs)
     if problems:
         from pytest_mcpeval.text import printable
 
@@ -131,9 +142,48 @@ def _calls_needed(config: pytest.Config, model: ModelSpec) -> bool:
         return True
 
 
-def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]]) -> list[str]:
-    """Start each server (in parallel, each in a pool of its own), list its tools, stop it; one line for each that
-    fails.  Their logs are kept (the lines name them) when one fails, removed when all start."""
+def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Case, ModelSpec]],
+                    catalogs: dict[str, Catalog]) -> list[str]:
+    """Start the server of each local llama.cpp model whose calls are needed, sized for the largest catalog one of
+    its cases shows (the tools it exposes of those pre-flight fetched, or of a static tool list, read now); its line
+    when it cannot serve."""
+    from pytest_mcpeval.models.llama.route import start
+    from pytest_mcpeval.models.tokens import count
+    from pytest_mcpeval.run.exposure import expose
+    from pytest_mcpeval.servers import ServerError, ServerPool
+
+    largest: dict[str, tuple[ModelSpec, int]] = {}
+    counted: dict[str, dict[str, int]] = {}  # server key -> tokens per tool
+    for key, bench, case, model in served:
+        if not _calls_needed(config, model):
+            continue
+        spec = bench.spec.server
+        if key not in catalogs and spec is not None and spec.tools_file is not None:
+            pool = ServerPool(Path(tempfile.gettempdir()), config.stash[SETTINGS_KEY].connect_timeout)
+            try:
+                catalogs[key] = pool.catalog_for_spec(spec, bench.path.parent, config.rootpath)
+            except ServerError:  # the run reports it as the file's own error
+                pass
+            finally:
+                pool.close()
+        tokens = 0
+        if key in catalogs:
+            per_tool = counted.setdefault(key, count(catalogs[key]))
+            try:
+                shown = expose(case, catalogs[key]).catalog.names
+            except ValueError:  # a tool the server lacks: the case's own error
+                shown = []
+            tokens = sum(per_tool.get(name, 0) for name in shown)
+        if tokens >= largest.get(model.name, (model, -1))[1]:
+            largest[model.name] = (model, tokens)
+    return [line for model, tokens in largest.values() if (line := start(model, tokens)) is not None]
+
+
+def _server_problems(config: pytest.Config, servers: dict[str, tuple[Benchmark, str]],
+                     catalogs: dict[str, Catalog]) -> list[str]:
+    """Start each server (in parallel, each in a pool of its own), list its tools (kept in ``catalogs``, by server
+    key), stop it; one line for each that fails.  Their logs are kept (the lines name
+    them) when one fails, removed when all start."""
     from concurrent.futures import ThreadPoolExecutor
 
     from pytest_mcpeval.servers import ServerError, ServerPool
@@ -141,13 +191,13 @@ def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]]
     settings = config.stash[SETTINGS_KEY]
     log_root = Path(tempfile.mkdtemp(prefix="mcpeval-preflight-"))
 
-    def attempt(index: int, bench: Benchmark, described: str) -> str | None:
+    def attempt(index: int, key: str, bench: Benchmark, described: str) -> str | None:
         assert bench.spec.server is not None
         log_dir = log_root / str(index)
         log_dir.mkdir()
         pool = ServerPool(log_dir, settings.connect_timeout)
         try:
-            pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
+            catalogs[key] = pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
         except ServerError as exc:
             shown = os.path.relpath(bench.path, config.invocation_params.dir)
             return f"server of {shown} ({described}): {exc}"
@@ -159,7 +209,7 @@ def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]]
     with (log_root / "output.log").open("a", encoding="utf-8") as out, \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
             ThreadPoolExecutor(max_workers=min(8, len(servers)), thread_name_prefix="mcpeval-preflight") as threads:
-        found = list(threads.map(lambda job: attempt(job[0], *job[1]), enumerate(servers)))
+        found = list(threads.map(lambda job: attempt(job[0], job[1][0], *job[1][1]), enumerate(servers.items())))
     problems = [line for line in found if line is not None]
     if not problems:
         shutil.rmtree(log_root, ignore_errors=True)

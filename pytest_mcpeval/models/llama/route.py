@@ -36,6 +36,7 @@ from pytest_mcpeval.models.llama import LlamaError, Route, route_of
 from pytest_mcpeval.models.llama import weights as weights_mod
 from pytest_mcpeval.models.llama.schema_patterns import rewrite_tools
 from pytest_mcpeval.models.llama.server import SERVERS, Running
+from pytest_mcpeval.models.llama.sizing import catalog_tokens
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.models.text_calls import find_text_calls
 
@@ -81,6 +82,15 @@ def slot(route: Route, count: int) -> Iterator[None]:
     finally:
         for handle in handles:
             handle.close()
+
+
+def max_tokens(model: ModelSpec) -> int:
+    """The reply's bound: the user's ``max_tokens`` (or ``max_completion_tokens``), else :data:`DEFAULT_MAX_TOKENS`."""
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = model.params.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return DEFAULT_MAX_TOKENS
 
 
 def served_spec(model: ModelSpec, running: Running) -> ModelSpec:
@@ -141,12 +151,12 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
              timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
     """``call`` is litellm_client.complete and ``error`` its ModelCallError (given, not imported: the route imports
     nothing that imports it)."""
+    sent, changes = rewrite_tools(tools)
     try:
         route = route_of(model.target)
-        running = SERVERS.get(route)
+        running = SERVERS.get(route, catalog_tokens(sent) if sent else 0, max_tokens(model))
     except LlamaError as exc:
         raise error(f"model {model.name}: {exc}") from None
-    sent, changes = rewrite_tools(tools)
     if changes:
         with _rewritten_lock:
             _rewritten.setdefault(route.name, {}).update(changes)
@@ -155,7 +165,7 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
         try:
             reply = call(served, messages, sent, retries=retries, timeout=max(timeout, MIN_TIMEOUT), seed=seed)
         except error as exc:
-            raise error(f"{exc}; llama-server's log: {running.log}") from None
+            raise error(f"{exc}; the local server's log: {running.log}") from None
     reply = parse_text_calls(reply, tools)
     shown = dict(reply.params_sent or {})
     shown.pop("api_base", None)  # a port of this run: the serving facts say where it ran
@@ -166,11 +176,23 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
 
 def problem(model: ModelSpec) -> str | None:
     """The pre-flight check's line for ``model`` (run/preflight.py): packages missing or not the pinned versions,
-    weights that fail their hash (joined now, once); ``None`` when it can be served."""
+    weights that fail their hash (joined now, once), a GGUF file of the user's that is not one; ``None`` when it
+    can be served."""
     try:
         route = route_of(model.target)
         weights_mod.check_installed(route)
         weights_mod.weights_file(route)
+    except LlamaError as exc:
+        return f"model {model.name}: {exc}"
+    return None
+
+
+def start(model: ModelSpec, tokens: int) -> str | None:
+    """The pre-flight check starts the route's server for the largest catalog a case of ``model`` shows (``tokens``):
+    a catalog that cannot fit, or a server that dies while starting, is its one line, before any call; ``None`` when
+    the server answers."""
+    try:
+        SERVERS.get(route_of(model.target), tokens, max_tokens(model))
     except LlamaError as exc:
         return f"model {model.name}: {exc}"
     return None

@@ -1,4 +1,4 @@
-"""One ``llama-server`` per machine and route, shared by every process of a run, ended when the last is done.
+"""One llama.cpp server per machine and route, shared by every process of a run, ended when the last is done.
 
 The first process that needs the route (a pytest process, an xdist worker, a ``--mcp-processes`` worker) starts the
 server under a file lock in :func:`~pytest_mcpeval.models.llama.weights.cache_dir` ``/servers``; the others find it
@@ -7,13 +7,18 @@ process gives its lease back at the end of its pytest session (:func:`release`, 
 exit, and the last one to give it back stops the server.  A small keeper process (:mod:`.keeper`) also stops it once
 no process holding a lease is alive (a run killed with SIGKILL leaves no server behind).
 
-Bounded: ``--ctx-size`` (:data:`CTX_PER_SLOT` tokens a slot), ``--threads`` the cores this process may use,
-``--parallel`` :func:`slots` (one slot per four cores, at least one: on a small machine several slots only split
-the same cores, and each slot pays the catalog's prompt again), ``--jinja`` (the model's own chat template, which
-renders the tools), loopback only.  Its output goes to ``<route>.log`` beside the state file (kept after the run,
-named in every error); the facts the report records come from ``/props`` and ``--version``.
+The server is llama.cpp's own HTTP server run through the pinned ``xllamacpp`` wheel (:mod:`.serve`, a process of
+its own).  Bounded: the context of a slot sized from the catalog the run needs (:mod:`.sizing`; a running server
+with less is started anew when no other process holds it), the threads the cores this process may use, the slots
+:func:`slots` (one per four cores, at least one: on a small machine several slots only split the same cores, and
+each slot pays the catalog's prompt again), the model's own chat template (which renders the tools), loopback
+only.  Its output goes to ``<route>.log`` beside the state file (kept after the run, named in every error); the
+facts the report records come from ``/props``.
 
-A template without tool support makes llama-server drop the tools silently; the start fails instead.
+A server that dies while starting is one :class:`LlamaError` naming the signal (SIGILL: a build for instructions
+this processor lacks) and what to do, and this process does not try again: every later call of the route gets the
+same error (the pre-flight check starts the route first, so a run stops there, before any case).  A template
+without tool support makes llama.cpp drop the tools silently; the start fails instead.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_mcpeval.models.llama import RUNTIME_DIST, RUNTIME_VERSION, LlamaError, Route
+from pytest_mcpeval.models.llama import RUNTIME_DIST, RUNTIME_VERSION, LlamaError, Route, gguf
+from pytest_mcpeval.models.llama import sizing as sizing_mod
 from pytest_mcpeval.models.llama import weights as weights_mod
 
-CTX_PER_SLOT = 8192  # tokens: the tracker's catalog is ~2,600; a flow adds its turns
 START_TIMEOUT = 300.0  # seconds for the server to load the weights and answer /health
 STOP_TIMEOUT = 10.0
 FOUND_TRIES = 6  # /health requests (5 s each) before a running server that does not answer is replaced
@@ -55,6 +60,16 @@ def slots() -> int:
     return max(1, min(4, cores() // 4))
 
 
+def threads() -> int:
+    """The server's threads: ``$PYTEST_MCPEVAL_CHAT_THREADS``, else the cores this process may use.  Fewer than the
+    cores when other work shares them: llama.cpp's threads wait for each other at every step, so one that is not
+    scheduled holds up the rest (a loaded two-core machine generated 0.4-1.5 tokens a second with two threads)."""
+    given = os.environ.get("PYTEST_MCPEVAL_CHAT_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return cores()
+
+
 @dataclass(frozen=True)
 class Running:
     """A started server, as the state file records it."""
@@ -65,6 +80,29 @@ class Running:
     log: str
     slots: int
     facts: dict[str, Any]  # for the report (route.serving_facts)
+    ctx_per_slot: int = 0  # tokens
+
+
+OWN_SERVER = "serve the model with a llama.cpp of your own and run against it (docs/chat-model.md, 'Your own server')"
+
+
+def exit_reason(code: int) -> tuple[str, str]:
+    """What a server's exit status says: how it ended (a signal by name; ``subprocess`` gives signal N as ``-N``),
+    and what that means, if anything."""
+    if code >= 0:
+        return f"exited with status {code}", ""
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"was killed by signal {-code}", ""
+    if -code == signal.SIGILL:
+        return (f"died with {name}", f"this build uses CPU instructions this processor lacks ({RUNTIME_DIST}'s CPU "
+                "wheel needs x86-64 with AVX2)")
+    if -code == signal.SIGKILL:
+        return f"was killed by {name}", "the kernel's out-of-memory killer does this when the model does not fit"
+    if -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE):
+        return f"crashed with {name}", ""
+    return f"was killed by {name}", ""
 
 
 def _alive(pid: int) -> bool:
@@ -126,29 +164,59 @@ class Servers:
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._children: list[subprocess.Popen[bytes]] = []
+        self._failed: dict[str, str] = {}  # route -> why its server could not start (not tried again)
 
     def _paths(self, route: Route) -> tuple[Path, Path, Path, Path]:
         base = weights_mod.cache_dir() / "servers"
         return (base / f"{route.name}.lock", base / f"{route.name}.json", base / f"{route.name}.leases",
                 base / f"{route.name}.log")
 
-    def get(self, route: Route) -> Running:
-        """The running server of ``route`` (started now if none is), with a lease of this process on it."""
+    def get(self, route: Route, tokens: int = 0, max_tokens: int = 512) -> Running:
+        """The running server of ``route`` (started now if none is), with a lease of this process on it, whose slots
+        hold a catalog of ``tokens`` and a reply of ``max_tokens``."""
         if os.getpid() != self._pid:  # a forked child: the parent's leases are not its own
-            self._held, self._pid = {}, os.getpid()
+            self._held, self._pid, self._failed = {}, os.getpid(), {}
         with self._lock:
-            held = self._held.get(route.name)
-            if held is not None and _alive(held.pid):
-                return held
-            lock, state, leases, log = self._paths(route)
-            with weights_mod.locked(lock):
-                running = self._found(state)
-                if running is None:
-                    running = self._start(route, state, leases, log)
-                leases.mkdir(parents=True, exist_ok=True)
-                (leases / str(os.getpid())).touch()
-            self._held[route.name] = running
-            return running
+            if route.name in self._failed:
+                raise LlamaError(self._failed[route.name])
+            try:
+                return self._get(route, tokens, max_tokens)
+            except LlamaError as exc:
+                self._failed[route.name] = str(exc)
+                raise
+
+    def _get(self, route: Route, tokens: int, max_tokens: int) -> Running:
+        need = sizing_mod.wanted(tokens, max_tokens)
+        held = self._held.get(route.name)
+        if held is not None and _alive(held.pid) and held.ctx_per_slot >= need:
+            return held
+        model = weights_mod.weights_file(route)
+        weights_mod.runtime_library(route)
+        lock, state, leases, log = self._paths(route)
+        with weights_mod.locked(lock):
+            running = self._found(state)
+            if running is not None and running.ctx_per_slot < need:
+                others = [pid for pid in _holders(leases) if pid != os.getpid()]
+                if others:
+                    raise LlamaError(f"the running server of {route.label} holds {running.ctx_per_slot:,} tokens a "
+                                     f"slot and this run needs {need:,}; it is in use by process(es) "
+                                     f"{', '.join(map(str, others))}: run again once they are done")
+                _stop(running.pid)
+                with contextlib.suppress(OSError):
+                    os.kill(running.keeper, signal.SIGTERM)
+                running = None
+            if running is None:
+                shape = gguf.shape(model)
+                if shape.template_has_tools is False:
+                    raise LlamaError(f"the chat template of {model.name} does not render tools (llama.cpp would drop "
+                                     "them silently): serve a model whose template supports tool calls")
+                count = slots()
+                size = sizing_mod.context(tokens, max_tokens, shape, count)
+                running = self._start(route, model, state, leases, log, count, size.per_slot)
+            leases.mkdir(parents=True, exist_ok=True)
+            (leases / str(os.getpid())).touch()
+        self._held[route.name] = running
+        return running
 
     @staticmethod
     def _found(state: Path) -> Running | None:
@@ -166,22 +234,14 @@ class Servers:
             os.kill(running.pid, signal.SIGKILL)
         return None
 
-    def _start(self, route: Route, state: Path, leases: Path, log: Path) -> Running:
-        executable = weights_mod.binary(route)
-        model = weights_mod.weights_file(route)
-        count = slots()
-        threads = cores()
+    def _start(self, route: Route, model: Path, state: Path, leases: Path, log: Path, count: int,
+               per_slot: int) -> Running:
+        count_threads = threads()
         port = _free_port()
-        args = [str(executable), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-                "--ctx-size", str(CTX_PER_SLOT * count), "--parallel", str(count), "--threads", str(threads),
-                "--threads-http", "2", "--jinja", "--no-webui", "--alias", route.name]
+        args = [sys.executable, "-m", "pytest_mcpeval.models.llama.serve", "--model", str(model), "--port", str(port),
+                "--ctx-size", str(per_slot * count), "--parallel", str(count), "--threads", str(count_threads),
+                "--threads-http", "2"]
         env = _environment()
-        env["LD_LIBRARY_PATH"] = ":".join(p for p in (str(executable.parent), env.get("LD_LIBRARY_PATH")) if p)
-        version = ""
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            done = subprocess.run([str(executable), "--version"], env=env, capture_output=True, text=True, timeout=30)
-            version = next((line.split(":", 1)[1].strip() for line in (done.stdout + done.stderr).splitlines()
-                            if line.startswith("version:")), "")
         leases.mkdir(parents=True, exist_ok=True)
         for stale in leases.iterdir():
             stale.unlink(missing_ok=True)
@@ -202,30 +262,40 @@ class Servers:
         while True:
             code = process.poll()
             if code is not None:
-                raise LlamaError(f"llama-server exited with status {code} while starting: {_tail(log)}; its log: {log}")
+                with contextlib.suppress(OSError):
+                    os.kill(keeper.pid, signal.SIGTERM)
+                how, meaning = exit_reason(code)
+                # a signal's last lines are noise ("AMX is not ready to be used!"); an exit's say why
+                said = f": {meaning}" if meaning else (f": {_tail(log)}" if code >= 0 and _tail(log) else "")
+                todo = f"; {OWN_SERVER}" if code == -signal.SIGILL else ""
+                raise LlamaError(f"llama.cpp's server ({RUNTIME_DIST} {RUNTIME_VERSION}) {how} while loading "
+                                 f"{model.name}{said}{todo}; its log: {log}")
             if _get(url + "/health", timeout=2.0)[0] == 200:
                 props = _get(url + "/props")[1]
                 break
             if time.monotonic() > deadline:
                 _stop(process.pid)
-                raise LlamaError(f"llama-server did not answer /health within {START_TIMEOUT:g} s: {_tail(log)}; "
-                                 f"its log: {log}")
+                raise LlamaError(f"llama.cpp's server did not answer /health within {START_TIMEOUT:g} s: "
+                                 f"{_tail(log)}; its log: {log}")
             time.sleep(0.5)
         props = props if isinstance(props, dict) else {}
         caps = props.get("chat_template_caps") if isinstance(props.get("chat_template_caps"), dict) else {}
         if caps.get("supports_tools") is False or caps.get("supports_tool_calls") is False:
             _stop(process.pid)
-            raise LlamaError(f"the chat template of {model.name} has no tool support (llama-server would drop the "
+            raise LlamaError(f"the chat template of {model.name} has no tool support (llama.cpp would drop the "
                              f"tools silently); its log: {log}")
+        weights: dict[str, Any] = (
+            {"file": model.name, "sha256": route.weights.sha256, "bytes": route.weights.size,
+             "from": route.weights.origin} if route.weights is not None
+            else {"file": str(model), "sha256": None, "bytes": model.stat().st_size, "from": "the user's file"})
         facts = {
-            "runtime": f"llama.cpp llama-server ({RUNTIME_DIST} {RUNTIME_VERSION})",
-            "version": version or None, "build": props.get("build_info"),
-            "weights": {"file": model.name, "sha256": route.weights.sha256, "bytes": route.weights.size,
-                        "from": route.weights.origin},
-            "ctx_size": CTX_PER_SLOT * count, "parallel": count, "threads": threads,
-            "chat_template_supports_tools": caps.get("supports_tools"), "log": str(log),
+            "runtime": f"llama.cpp server through {RUNTIME_DIST} {RUNTIME_VERSION}",
+            "version": RUNTIME_VERSION, "build": props.get("build_info"),
+            "weights": weights, "ctx_size": per_slot * count, "ctx_per_slot": per_slot, "parallel": count,
+            "threads": count_threads, "chat_template_supports_tools": caps.get("supports_tools"), "log": str(log),
         }
-        running = Running(url=url, pid=process.pid, keeper=keeper.pid, log=str(log), slots=count, facts=facts)
+        running = Running(url=url, pid=process.pid, keeper=keeper.pid, log=str(log), slots=count, facts=facts,
+                          ctx_per_slot=per_slot)
         state.write_text(json.dumps(running.__dict__))
         return running
 
@@ -247,23 +317,28 @@ class Servers:
                     (base / f"{name}.json").unlink(missing_ok=True)
 
 
-def any_alive(leases: Path) -> bool:
-    """Whether a live process holds a lease in ``leases`` (the leases of dead ones are removed)."""
+def _holders(leases: Path) -> list[int]:
+    """The live processes holding a lease in ``leases`` (the leases of dead ones are removed)."""
     try:
         entries = list(leases.iterdir())
     except OSError:
-        return False
-    found = False
+        return []
+    found = []
     for entry in entries:
         try:
             pid = int(entry.name)
         except ValueError:
             continue
         if _alive(pid):
-            found = True
+            found.append(pid)
         else:
             entry.unlink(missing_ok=True)
     return found
+
+
+def any_alive(leases: Path) -> bool:
+    """Whether a live process holds a lease in ``leases`` (the leases of dead ones are removed)."""
+    return bool(_holders(leases))
 
 
 def _stop(pid: int) -> None:
