@@ -36,6 +36,25 @@ from pytest_mcpeval.settings import (
 )
 
 
+def misspelt(parser: pytest.Parser, args: list[str]) -> str | None:
+    """The one-line error for the first ``--mcp-*`` argument that is no option of the plugin, with the nearest one
+    (argparse would say only ``unrecognized arguments``); ``None`` when every one is known."""
+    from pytest_mcpeval.text import closest
+
+    known = sorted({name for option in parser.getgroup("mcpeval").options for name in option.names()
+                    if name.startswith("--")})
+    for arg in args:
+        if arg == "--":
+            return None
+        name = arg.split("=", 1)[0]
+        if not name.startswith("--mcp") or name in known:
+            continue
+        near = closest(name, known, 0.6)
+        hint = f"; did you mean {near}?" if near else f" (pytest --help lists the {len(known)} --mcp-* options)"
+        return f"unknown option {name}{hint}"
+    return None
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Every option and ini key of the plugin, in the order ``--help`` lists them."""
     group = parser.getgroup("mcpeval", "MCP tool-use evaluation (pytest-mcpeval)")

@@ -40,10 +40,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """``-n 2`` without pytest-xdist: pytest says only ``unrecognized arguments: -n``.  Where xdist is not
-    installed, or disabled (``-p no:xdist``), say what to install instead (pytest reads the command line, with
-    ``addopts``, only after this hook)."""
+    """Where pytest would say only ``unrecognized arguments``, one line that helps (pytest reads the command line,
+    with ``addopts``, only after this hook): a misspelt ``--mcp-*`` option gets the nearest one; ``-n 2`` without
+    pytest-xdist, installed or disabled (``-p no:xdist``), says what to install instead."""
     import re
+
+    from pytest_mcpeval.options import misspelt
+
+    typo = misspelt(parser, args)
+    if typo is not None:
+        raise pytest.UsageError(typo)
 
     wanted = next((a for a in args if a in ("-n", "--numprocesses") or a.startswith("--numprocesses=")
                    or re.fullmatch(r"-n(\d+|auto|logical)", a)), None)

@@ -228,6 +228,25 @@ def test_bad_option_values(pytester: pytest.Pytester, args: list[str], expected:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--mcp-model=local/minilm"], "ERROR: unknown option --mcp-model; did you mean --mcp-models?"),
+    (["--mcp-modles", "local/minilm"], "ERROR: unknown option --mcp-modles; did you mean --mcp-models?"),
+    (["--mcp-min-acuracy=0.5"], "ERROR: unknown option --mcp-min-acuracy; did you mean --mcp-min-accuracy?"),
+    (["-q", "--mcp-zzzzzzzz"], "ERROR: unknown option --mcp-zzzzzzzz (pytest --help lists the * --mcp-* options)"),
+])
+def test_a_misspelt_option_gets_the_nearest_one(pytester: pytest.Pytester, args: list[str], expected: str) -> None:
+    """pytest alone says ``unrecognized arguments``: one line naming the option meant, exit 4."""
+    result = run(pytester, *args)
+    result.stderr.fnmatch_lines([expected])
+    assert [line for line in result.stderr.lines if line.strip()] == [result.stderr.lines[0]]  # that one line
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_value_after_double_dash_is_not_an_option(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--collect-only", "--", "--mcp-not-an-option-but-a-path")
+    assert "unknown option" not in result.stderr.str()
+
+
 @pytest.mark.parametrize(
     ("ini", "expected"),
     [
