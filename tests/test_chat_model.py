@@ -242,6 +242,7 @@ def test_the_route_parses_text_calls_bounds_tokens_and_records_its_serving(
     assert serving["runtime"] == "stand-in" and serving["tool_parser"].startswith("text calls in content")
     assert sorted(serving["patterns_rewritten"]) == ["close_issue", "get_issue"]
     assert "api_base" not in served["params_sent"] and served["params_sent"]["max_tokens"] == 512
+    assert report["models"]["local/qwen2.5-coder-0.5b"]["usage"]["cost_usd"] == 0.0  # free, not "cost unknown"
     # the catalog the report keeps is the server's, unrewritten
     assert "\\d" in json.dumps(TRACKER_TOOLS) and report["catalogs"]
 

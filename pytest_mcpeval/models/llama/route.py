@@ -167,6 +167,8 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
         except error as exc:
             raise error(f"{exc}; the local server's log: {running.log}") from None
     reply = parse_text_calls(reply, tools)
+    if not reply.cached:
+        reply.cost_usd = 0.0  # it ran on this machine: no bill (litellm has no price for it: "cost unknown")
     shown = dict(reply.params_sent or {})
     shown.pop("api_base", None)  # a port of this run: the serving facts say where it ran
     shown["serving"] = serving_facts(route, running)
