@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import os
 import time
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
@@ -342,7 +343,7 @@ async def _hold(
             raise TimeoutError(f"no answer within {timeout:g} s")
     except BaseException as exc:
         try:
-            _report(exc, opened, label, log, timeout, phase, stdio, timed_out, watch)
+            _report(exc, opened, label, log, timeout, phase, stdio, timed_out, watch, _resolved_from(target, exc))
         finally:
             if not opened.done():  # writing the log failed: the caller must still hear of it
                 opened.set_exception(ServerError(f"could not connect to the server ({label}): {one_line(exc)}"))
@@ -350,8 +351,29 @@ async def _hold(
             raise
 
 
+def _resolved_from(target: Target, exc: BaseException) -> str:
+    """Where a relative command that was not found was looked for (the benchmark file's directory, or ``cwd``)."""
+    from pytest_mcpeval.transports import Stdio
+
+    if not isinstance(target, Stdio) or not target.command or target.cwd is None:
+        return ""
+    program = target.command[0]
+    if os.path.isabs(program) or os.sep not in program:  # absolute, or looked up on PATH
+        return ""
+    found: list[BaseException] = [exc]
+    while found:
+        one = found.pop()
+        if isinstance(one, FileNotFoundError):
+            where = os.path.normpath(os.path.join(target.cwd, program))
+            return f"; {program} was resolved from {target.cwd} (the file's directory, or its `cwd`) to {where}"
+        found.extend(getattr(one, "exceptions", ()))
+        if one.__cause__ is not None:
+            found.append(one.__cause__)
+    return ""
+
+
 def _report(exc: BaseException, opened: concurrent.futures.Future[tuple[Any, list[Any], float]], label: str,
-            log: Path, timeout: float, phase: str, stdio: bool, timed_out: bool, watch: Watch) -> None:
+            log: Path, timeout: float, phase: str, stdio: bool, timed_out: bool, watch: Watch, hint: str = "") -> None:
     """Write the failure of a connection to its log and, before its tools were reported, give ``opened`` the
     one-line :class:`ServerError` that says what happened during ``phase``."""
     if opened.done():  # the tools were reported: the failure came later, while held or closing
@@ -370,7 +392,7 @@ def _report(exc: BaseException, opened: concurrent.futures.Future[tuple[Any, lis
             how = exit_status(exc) if stdio else None
             reason = f"the server closed the connection during {phase}"
             reason += f" (its process ended with {how})" if how else ""
-        reason += watch.details(stdio)
+        reason += hint + watch.details(stdio)
         write_log(log, f"could not connect to the server ({label})", exc)
         opened.set_exception(ServerError(f"could not connect to the server ({label}): {reason}; its log: {log}"))
 
@@ -383,7 +405,9 @@ def load_tools_file(path: Path, shown: str | None = None) -> Catalog:
     try:
         tools = read_tools_file(path, shown)
     except FileNotFoundError:
-        raise ServerError(f"tools_file {path} does not exist") from None
+        where = os.path.normpath(path)  # the file's directory joined with what it says: show where that leads
+        raise ServerError(f"tools_file {path}{f' (that is {where})' if where != str(path) else ''} does not "
+                          "exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ServerError(f"tools_file {path} cannot be read: {exc}") from None
     except BenchmarkError as exc:

@@ -49,6 +49,9 @@ def collect_error(pytester: pytest.Pytester, server: ScriptedModelServer, text: 
          "bench.mcpeval.yaml:5: cases[[]0[]].expect[[]0[]].args.repo.regex: invalid regular expression*"),
         ("server: {tools_file: missing.json}\ncases:" + GOOD_CASE,
          "bench.mcpeval.yaml:1: server.tools_file: tools_file */missing.json does not exist"),
+        ("server: {tools_file: ../elsewhere/missing.json}\ncases:" + GOOD_CASE,  # the path it leads to is said
+         "bench.mcpeval.yaml:1: server.tools_file: tools_file */../elsewhere/missing.json (that is */elsewhere/"
+         "missing.json) does not exist"),
         ("server: {tools_file: tools.json}\ncases:\n  - id: a b\n    input: x\n    expect: []\n",
          "bench.mcpeval.yaml:3: cases[[]0[]].id: String should match pattern*"),
         ("server: {tools_file: tools.json}\nserver: {url: http://x}\ncases:" + GOOD_CASE,
@@ -58,7 +61,7 @@ def collect_error(pytester: pytest.Pytester, server: ScriptedModelServer, text: 
         ("", "bench.mcpeval.yaml:1: the file is empty*"),
     ],
     ids=["yaml", "unknown-field", "duplicate-id", "two-servers", "unknown-tool", "unknown-matcher", "bad-regex",
-         "missing-tools-file", "bad-id", "duplicate-key", "no-cases", "empty"],
+         "missing-tools-file", "relative-tools-file", "bad-id", "duplicate-key", "no-cases", "empty"],
 )
 def test_collection_errors(pytester: pytest.Pytester, model_server: ScriptedModelServer,
                            text: str, expected: str) -> None:
@@ -239,6 +242,19 @@ def test_a_misspelt_option_gets_the_nearest_one(pytester: pytest.Pytester, args:
     result = run(pytester, *args)
     result.stderr.fnmatch_lines([expected])
     assert [line for line in result.stderr.lines if line.strip()] == [result.stderr.lines[0]]  # that one line
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_relative_command_not_found_says_where_it_was_looked_for(pytester: pytest.Pytester) -> None:
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "bench.mcpeval.yaml").write_text(
+        "server: {command: [./bin/server.sh]}\ncases:\n  - id: x\n    input: hi\n    expect: []\n")
+    result = run(pytester, "--mcp-models=local/minilm", "sub")
+    where = pytester.path / "sub"
+    result.stderr.fnmatch_lines([
+        "  server of sub/bench.mcpeval.yaml (command: ./bin/server.sh): could not connect to the server (command: "
+        f"./bin/server.sh): FileNotFoundError: *; ./bin/server.sh was resolved from {where} (the file's directory, "
+        f"or its `cwd`) to {where}/bin/server.sh; *"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
