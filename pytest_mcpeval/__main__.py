@@ -37,17 +37,32 @@ def build_parser() -> argparse.ArgumentParser:
         sub = kinds.add_parser(name, help=text, description=text)
         module = importlib.import_module(f"pytest_mcpeval.importers.{name}")
         module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, parser=sub)
     from pytest_mcpeval.tune import command as tune
 
     tuner = commands.add_parser("tune", help=tune.HELP, description=tune.HELP)
     tune.add_arguments(tuner)
-    tuner.set_defaults(run=tune.run)
+    tuner.set_defaults(run=tune.run, parser=tuner)
     return parser
 
 
+def _unrecognized(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """``unrecognized arguments: --models local/minilm; did you mean --model?``: the subcommand's own words."""
+    import re
+
+    from pytest_mcpeval.text import closest
+
+    known = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", parser.format_help()))
+    option = next((arg.split("=", 1)[0] for arg in extra if arg.startswith("--")), None)
+    near = closest(option, known) if option is not None else None
+    return f"unrecognized arguments: {' '.join(extra)}" + (f"; did you mean {near}?" if near else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    # an argument a subcommand does not know is its error (its usage, its exit status), not the top-level parser's
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        args.parser.error(_unrecognized(args.parser, extra))
     try:
         return int(args.run(args))
     except UserError as error:

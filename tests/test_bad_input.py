@@ -295,3 +295,25 @@ def test_unreachable_server_is_an_error_for_each_case(pytester: pytest.Pytester,
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["models"]["fake"]["errors"] == 2 and report["models"]["fake"]["accuracy"] is None
     assert model_server.requests == []  # no model call is paid for when the server is down
+
+
+@pytest.mark.parametrize(("argv", "status", "expected"), [
+    (["tune", "evals", "--models", "local/minilm"], 4,
+     "python -m pytest_mcpeval tune: unrecognized arguments: --models local/minilm; did you mean --model?"),
+    (["import", "bfcl", "q.json", "--out", "x", "--surce", "y"], 2,
+     "usage: python -m pytest_mcpeval import bfcl *"),
+])
+def test_a_subcommand_says_its_own_usage_error(argv: list[str], status: int, expected: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """An argument a subcommand does not know is its error, with its own exit status (tune: 4, as docs/tuning.md
+    says; the importers: 2), not the top-level usage and argparse's 2."""
+    from pytest_mcpeval.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == status
+    err = capsys.readouterr().err
+    assert pytest.LineMatcher(err.splitlines()).fnmatch_lines([expected]) is None
+    assert "usage: python -m pytest_mcpeval [-h] COMMAND" not in err
+    if argv[0] == "import":
+        assert "unrecognized arguments: --surce y; did you mean --source?" in err
