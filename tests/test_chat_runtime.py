@@ -10,6 +10,7 @@ route used to run did on a processor without AMX.
 from __future__ import annotations
 
 import json
+import platform
 import signal
 import struct
 from pathlib import Path
@@ -78,11 +79,32 @@ def test_a_file_that_is_not_gguf_is_one_error(tmp_path: Path, data: bytes, messa
     assert str(raised.value) == f"{tmp_path / 'x.gguf'}: {message}" or str(raised.value).endswith(message)
 
 
+def test_an_array_longer_than_the_file_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("tokenizer.ggml.tokens")
+                     + struct.pack("<IIQ", 9, 8, 1 << 60))  # 2**60 strings promised, none there
+    with pytest.raises(LlamaError, match=r"the GGUF header is cut short or not one llama\.cpp reads"):
+        metadata(path)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("x") + struct.pack("<IIQ", 9, 4, 1 << 60))
+    with pytest.raises(LlamaError, match="the GGUF header is cut short"):
+        metadata(path)
+
+
+def test_a_value_per_layer_counts_its_largest(tmp_path: Path) -> None:
+    """Hybrid models give ``head_count_kv`` per layer: the largest bounds the cache (not the array's length)."""
+    path = write_gguf(tmp_path / "m.gguf", block_count=4)
+    data = path.read_bytes().replace(
+        _string("qwen2.attention.head_count_kv") + struct.pack("<II", 4, 2),
+        _string("qwen2.attention.head_count_kv") + struct.pack("<IIQ", 9, 4, 4) + struct.pack("<4I", 0, 2, 0, 2))
+    path.write_bytes(data)
+    assert shape(path).kv_bytes_per_token == 4 * 2 * (64 + 64) * 2
+
+
 def test_a_header_without_the_attention_shape_names_what_is_missing(tmp_path: Path) -> None:
     path = tmp_path / "m.gguf"
     path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + _string("general.architecture")
                      + struct.pack("<I", 8) + _string("mamba"))
-    with pytest.raises(LlamaError, match=r"its GGUF header has no mamba\.attention\.head_count \(architecture mamba\)"):
+    with pytest.raises(LlamaError, match=r"its GGUF header has no usable mamba\.attention\.head_count \(architecture"):
         shape(path)
 
 
@@ -105,8 +127,15 @@ def test_memory_bounds_the_context() -> None:
     # 1 GiB available: half of it for 2 slots at 12,288 bytes a token = 21,845 tokens, 21,504 in steps of 1,024
     size = context(1_000, 512, QWEN_05B, slots=2, memory=1 << 30)
     assert size.limit == 21_504 and "half of the 1.0 GiB of memory available" in size.limited_by
-    with pytest.raises(LlamaError, match=r"more than the 21,504 tokens a slot that half of the 1\.0 GiB"):
+    with pytest.raises(LlamaError, match=r"more than the 21,504 tokens a slot that half of the 1\.0 GiB.*or free "
+                                         r"memory, or serve the model where there is more"):
         context(16_658, 512, QWEN_05B, slots=2, memory=1 << 30)
+
+
+def test_a_catalog_nobody_could_count_gets_all_the_context_there_is() -> None:
+    """An mcp_server fixture's tools are known only per item: the server is sized to its limit, not to 8,192."""
+    assert context(None, 512, QWEN_05B, slots=1, memory=64 << 30).per_slot == 32_768
+    assert context(None, 512, QWEN_05B, slots=2, memory=1 << 30).per_slot == 21_504
 
 
 def test_a_catalog_longer_than_the_model_is_refused_with_what_to_do() -> None:
@@ -122,9 +151,9 @@ def test_a_catalog_longer_than_the_model_is_refused_with_what_to_do() -> None:
 # -- exit statuses -------------------------------------------------------------------------------------------------
 
 def test_a_signal_is_named_with_what_it_means() -> None:
-    assert exit_reason(-signal.SIGILL) == (
-        "died with SIGILL", "this build uses CPU instructions this processor lacks (xllamacpp's CPU wheel needs "
-                            "x86-64 with AVX2)")
+    needs = " (its x86-64 CPU build needs AVX2)" if platform.machine() == "x86_64" else ""
+    lacks = f"this build uses CPU instructions this processor lacks{needs}"
+    assert exit_reason(-signal.SIGILL) == ("died with SIGILL", lacks)
     assert exit_reason(-signal.SIGKILL)[1].startswith("the kernel's out-of-memory killer")
     assert exit_reason(-signal.SIGSEGV) == ("crashed with SIGSEGV", "")
     assert exit_reason(3) == ("exited with status 3", "")
@@ -147,13 +176,15 @@ def test_a_users_gguf_file_is_a_route_of_its_own(tmp_path: Path, monkeypatch: py
 
 @pytest.fixture
 def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The pinned runtime, checked in a cache of this test's own; skipped, with why, where it is not installed."""
+    """A cache of this test's own, the pinned runtime checked in it; skipped, with why, where the runtime is not
+    installed.  Returns the cache directory."""
     monkeypatch.setenv("PYTEST_MCPEVAL_CHAT_DIR", str(tmp_path / "chat"))
     route = route_of(served_target("local/gguf:x.gguf"))
     try:
-        return weights_mod.runtime_library(route)
+        weights_mod.runtime_library(route)
     except LlamaError as exc:
         pytest.skip(f"the llama.cpp runtime is not installed ({exc})")
+    return tmp_path / "chat"
 
 
 def _catalog(pytester: pytest.Pytester, tools: int) -> None:
@@ -175,8 +206,8 @@ def test_a_catalog_that_cannot_fit_is_said_once_before_any_call(pytester: pytest
     assert len(errors) == 2 and errors[1].startswith(
         "  model local/gguf:small.gguf: the model cannot hold the catalog: a request takes about ")
     assert "more than the 4,096 tokens it was trained for; show the cases fewer tools" in errors[1]
-    assert not (pytester.path.parent / "chat" / "servers").exists() or not list(
-        (pytester.path.parent / "chat" / "servers").glob("*.log"))  # nothing was started
+    assert (runtime / "runtime").is_dir()  # the cache the run used
+    assert not list(runtime.glob("servers/*.log"))  # nothing was started
 
 
 FAKE_RUNTIME = """
@@ -204,7 +235,7 @@ def dying(pytester: pytest.Pytester, runtime: Path, monkeypatch: pytest.MonkeyPa
 
 SIGILL_LINE = (
     "model local/gguf:model.gguf: llama.cpp's server (xllamacpp 2026.10.11549) died with SIGILL while loading "
-    "model.gguf: this build uses CPU instructions this processor lacks (xllamacpp's CPU wheel needs x86-64 with AVX2); "
+    "model.gguf: this build uses CPU instructions this processor lacks (its x86-64 CPU build needs AVX2); "
     "serve the model with a llama.cpp of your own and run against it (docs/chat-model.md, 'Your own server'); "
     "its log: ")
 

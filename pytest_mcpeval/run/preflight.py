@@ -73,7 +73,7 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
         key = f"{bench.path.parent.resolve()}|{spec.model_dump_json()}" if spec is not None else ""
         if spec is not None and spec.tools_file is None:
             servers.setdefault(key, (bench, spec.describe()))
-        if model.target.startswith("llama-server/") and spec is not None:
+        if model.target.startswith("llama-server/"):
             served.append((key, bench, case, model))
     settings = config.stash[SETTINGS_KEY]
     if settings.judge_model and judged:  # only a case whose claims need the judge calls it
@@ -152,13 +152,14 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
     from pytest_mcpeval.run.exposure import expose
     from pytest_mcpeval.servers import ServerError, ServerPool
 
-    largest: dict[str, tuple[ModelSpec, int]] = {}
+    overridden = server_overridden(config)  # an mcp_server fixture decides the tools, per item: not counted here
+    largest: dict[str, tuple[ModelSpec, int | None]] = {}
     counted: dict[str, dict[str, int]] = {}  # server key -> tokens per tool
     for key, bench, case, model in served:
         if not _calls_needed(config, model):
             continue
         spec = bench.spec.server
-        if key not in catalogs and spec is not None and spec.tools_file is not None:
+        if not overridden and key not in catalogs and spec is not None and spec.tools_file is not None:
             pool = ServerPool(Path(tempfile.gettempdir()), config.stash[SETTINGS_KEY].connect_timeout)
             try:
                 catalogs[key] = pool.catalog_for_spec(spec, bench.path.parent, config.rootpath)
@@ -166,16 +167,16 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
                 pass
             finally:
                 pool.close()
-        tokens = 0
-        if key in catalogs:
+        tokens: int | None = None  # a catalog nobody could count: the server gets all the context it can have
+        if not overridden and key in catalogs:
             per_tool = counted.setdefault(key, count(catalogs[key]))
             try:
                 shown = expose(case, catalogs[key]).catalog.names
             except ValueError:  # a tool the server lacks: the case's own error
                 shown = []
             tokens = sum(per_tool.get(name, 0) for name in shown)
-        if tokens >= largest.get(model.name, (model, -1))[1]:
-            largest[model.name] = (model, tokens)
+        before = largest.get(model.target, (model, 0))[1]
+        largest[model.target] = (model, None if tokens is None or before is None else max(before, tokens))
     return [line for model, tokens in largest.values() if (line := start(model, tokens)) is not None]
 
 

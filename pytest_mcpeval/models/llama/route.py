@@ -189,10 +189,10 @@ def problem(model: ModelSpec) -> str | None:
     return None
 
 
-def start(model: ModelSpec, tokens: int) -> str | None:
-    """The pre-flight check starts the route's server for the largest catalog a case of ``model`` shows (``tokens``):
-    a catalog that cannot fit, or a server that dies while starting, is its one line, before any call; ``None`` when
-    the server answers."""
+def start(model: ModelSpec, tokens: int | None) -> str | None:
+    """The pre-flight check starts the route's server for the largest catalog a case of ``model`` shows (``tokens``;
+    ``None`` when one could not be counted): a catalog that cannot fit, or a server that dies while starting, is its
+    one line, before any call; ``None`` when the server answers."""
     try:
         SERVERS.get(route_of(model.target), tokens, max_tokens(model))
     except LlamaError as exc:

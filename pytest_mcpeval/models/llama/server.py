@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -47,6 +48,7 @@ START_TIMEOUT = 300.0  # seconds for the server to load the weights and answer /
 STOP_TIMEOUT = 10.0
 FOUND_TRIES = 6  # /health requests (5 s each) before a running server that does not answer is replaced
 LOG_TAIL = 5  # lines of the server's log quoted in a failed start
+LOG_LIMIT = 8 << 20  # bytes: a longer log is started anew at the next start
 
 
 def cores() -> int:
@@ -96,8 +98,8 @@ def exit_reason(code: int) -> tuple[str, str]:
     except ValueError:
         return f"was killed by signal {-code}", ""
     if -code == signal.SIGILL:
-        return (f"died with {name}", f"this build uses CPU instructions this processor lacks ({RUNTIME_DIST}'s CPU "
-                "wheel needs x86-64 with AVX2)")
+        needs = " (its x86-64 CPU build needs AVX2)" if platform.machine() == "x86_64" else ""
+        return f"died with {name}", f"this build uses CPU instructions this processor lacks{needs}"
     if -code == signal.SIGKILL:
         return f"was killed by {name}", "the kernel's out-of-memory killer does this when the model does not fit"
     if -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE):
@@ -119,6 +121,15 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _is_server(pid: int) -> bool:
+    """Whether ``pid`` runs a server of this route (:mod:`.serve`)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"pytest_mcpeval.models.llama.serve" in handle.read()
+    except OSError:
+        return False
 
 
 def _environment() -> dict[str, str]:
@@ -171,25 +182,27 @@ class Servers:
         return (base / f"{route.name}.lock", base / f"{route.name}.json", base / f"{route.name}.leases",
                 base / f"{route.name}.log")
 
-    def get(self, route: Route, tokens: int = 0, max_tokens: int = 512) -> Running:
+    def get(self, route: Route, tokens: int | None = 0, max_tokens: int = 512) -> Running:
         """The running server of ``route`` (started now if none is), with a lease of this process on it, whose slots
-        hold a catalog of ``tokens`` and a reply of ``max_tokens``."""
+        hold a catalog of ``tokens`` and a reply of ``max_tokens`` (``tokens`` ``None``: a catalog nobody could
+        count, such as an ``mcp_server`` fixture's, gets all the context the model and the memory allow).
+
+        A server that could not start (it died while loading, or never answered) is not started again by this
+        process: every later call gets the same error, until :meth:`release`."""
         if os.getpid() != self._pid:  # a forked child: the parent's leases are not its own
             self._held, self._pid, self._failed = {}, os.getpid(), {}
+        need = sizing_mod.wanted(tokens or 0, max_tokens)
         with self._lock:
+            held = self._held.get(route.name)
+            if held is not None and _alive(held.pid) and held.ctx_per_slot >= need:
+                return held
             if route.name in self._failed:
                 raise LlamaError(self._failed[route.name])
-            try:
-                return self._get(route, tokens, max_tokens)
-            except LlamaError as exc:
-                self._failed[route.name] = str(exc)
-                raise
+            running = self._get(route, tokens, max_tokens, need)
+            self._held[route.name] = running
+            return running
 
-    def _get(self, route: Route, tokens: int, max_tokens: int) -> Running:
-        need = sizing_mod.wanted(tokens, max_tokens)
-        held = self._held.get(route.name)
-        if held is not None and _alive(held.pid) and held.ctx_per_slot >= need:
-            return held
+    def _get(self, route: Route, tokens: int | None, max_tokens: int, need: int) -> Running:
         model = weights_mod.weights_file(route)
         weights_mod.runtime_library(route)
         lock, state, leases, log = self._paths(route)
@@ -197,10 +210,11 @@ class Servers:
             running = self._found(state)
             if running is not None and running.ctx_per_slot < need:
                 others = [pid for pid in _holders(leases) if pid != os.getpid()]
-                if others:
-                    raise LlamaError(f"the running server of {route.label} holds {running.ctx_per_slot:,} tokens a "
-                                     f"slot and this run needs {need:,}; it is in use by process(es) "
-                                     f"{', '.join(map(str, others))}: run again once they are done")
+                if others:  # not this call's to stop: the request would not fit, so it is this case's error
+                    raise LlamaError(f"this request needs about {need:,} tokens of context and the running server of "
+                                     f"{route.label} holds {running.ctx_per_slot:,} a slot (it was sized for a "
+                                     f"smaller catalog); other processes of the run use it, so it is not started "
+                                     f"anew now: keep the pre-flight check on, which sizes it for every case")
                 _stop(running.pid)
                 with contextlib.suppress(OSError):
                     os.kill(running.keeper, signal.SIGTERM)
@@ -212,10 +226,13 @@ class Servers:
                                      "them silently): serve a model whose template supports tool calls")
                 count = slots()
                 size = sizing_mod.context(tokens, max_tokens, shape, count)
-                running = self._start(route, model, state, leases, log, count, size.per_slot)
+                try:
+                    running = self._start(route, model, state, leases, log, count, size.per_slot)
+                except LlamaError as exc:
+                    self._failed[route.name] = str(exc)
+                    raise
             leases.mkdir(parents=True, exist_ok=True)
             (leases / str(os.getpid())).touch()
-        self._held[route.name] = running
         return running
 
     @staticmethod
@@ -230,8 +247,9 @@ class Servers:
                 break
             if _get(running.url + "/health")[0] == 200:
                 return running
-        with contextlib.suppress(OSError):
-            os.kill(running.pid, signal.SIGKILL)
+        if _is_server(running.pid):  # not a process that took the pid of one long gone (after a reboot)
+            with contextlib.suppress(OSError):
+                os.kill(running.pid, signal.SIGKILL)
         return None
 
     def _start(self, route: Route, model: Path, state: Path, leases: Path, log: Path, count: int,
@@ -246,8 +264,11 @@ class Servers:
         for stale in leases.iterdir():
             stale.unlink(missing_ok=True)
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "wb") as out:
-            out.write(f"$ {' '.join(args)}\n".encode())
+        with contextlib.suppress(OSError):
+            if log.stat().st_size > LOG_LIMIT:  # kept across starts (each is in it), not without end
+                log.unlink()
+        with open(log, "ab") as out:
+            out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} $ {' '.join(args)}\n".encode())
             out.flush()
             process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                        start_new_session=True)  # Ctrl-C reaches pytest, which stops it
@@ -302,7 +323,7 @@ class Servers:
     def release(self) -> None:
         """Give back this process's leases; stop each server no live process holds a lease on any more."""
         with self._lock:
-            held, self._held = self._held, {}
+            held, self._held, self._failed = self._held, {}, {}
         if os.getpid() != self._pid:
             return
         for name, running in held.items():

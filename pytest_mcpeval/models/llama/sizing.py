@@ -63,10 +63,13 @@ def wanted(tokens: int, max_tokens: int) -> int:
     return math.ceil(tokens * MARGIN) + ROOM + max_tokens
 
 
-def context(tokens: int, max_tokens: int, model: ModelShape, slots: int, memory: int | None = None) -> Context:
-    """The context of each of ``slots`` slots for a catalog of ``tokens``; :class:`LlamaError` when it cannot fit."""
-    need = wanted(tokens, max_tokens)
+def context(tokens: int | None, max_tokens: int, model: ModelShape, slots: int,
+            memory: int | None = None) -> Context:
+    """The context of each of ``slots`` slots for a catalog of ``tokens`` (``None``: not known, so all the model
+    and the memory allow); :class:`LlamaError` when it cannot fit."""
+    need = wanted(tokens or 0, max_tokens)
     limit, limited_by = model.context_length, f"the {model.context_length:,} tokens it was trained for"
+    todo = "serve a model with a longer context"
     memory = available_memory() if memory is None else memory
     if memory is not None:
         by_memory = int(memory * MEMORY_SHARE) // (model.kv_bytes_per_token * slots) // STEP * STEP
@@ -74,10 +77,13 @@ def context(tokens: int, max_tokens: int, model: ModelShape, slots: int, memory:
             limit = by_memory
             limited_by = (f"the {by_memory:,} tokens a slot that half of the {memory / 2**30:.1f} GiB of memory "
                           f"available holds ({model.kv_bytes_per_token:,} bytes a token, {slots} slot(s))")
+            todo = "free memory, or serve the model where there is more"
     if need > limit:
-        raise LlamaError(f"the model cannot hold the catalog: a request takes about {tokens:,} tokens of tools "
+        raise LlamaError(f"the model cannot hold the catalog: a request takes about {tokens or 0:,} tokens of tools "
                          f"(o200k count), {need:,} with room for the conversation and {max_tokens} tokens of reply, "
                          f"more than {limited_by}; show the cases fewer tools (the file's `tools:` or "
-                         f"`distractors:`), or serve a model with a longer context (docs/chat-model.md)")
+                         f"`distractors:`), or {todo} (docs/chat-model.md)")
+    if tokens is None:
+        return Context(per_slot=limit, wanted=need, limit=limit, limited_by=limited_by)
     per_slot = min(limit, max(MIN_CONTEXT, math.ceil(need / STEP) * STEP))
     return Context(per_slot=per_slot, wanted=need, limit=limit, limited_by=limited_by)
