@@ -1,11 +1,11 @@
 """The confusion heatmap of the HTML page, bounded at any catalog size.
 
 A matrix of up to :data:`MATRIX` labels is shown whole.  A bigger one (a catalog of 2,000 tools has 4 million
-cells: an 18 MB page Chromium needed two minutes to open) shows only the labels confused at least once, either
+cells: a 19 MB page Chromium needed two minutes to open) shows only the labels confused at least once, either
 way: every other label's row and column hold nothing but the diagonal, which the per-tool table already gives
 (its support and predicted counts).  When even the confused labels are more than :data:`MATRIX`, the matrix keeps
 the :data:`MATRIX` with the most confusions and every confusion outside it is listed below it (the first
-:data:`~.html_model.LIST`; the report's ``confused_pairs`` has them all).  So the page holds at most
+:data:`LIST`; the report's ``confused_pairs`` has them all).  So the page holds at most
 ``MATRIX ** 2`` heatmap cells, whatever the catalog.  Pure rendering of the report's sparse ``confusion``.
 """
 
