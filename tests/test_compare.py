@@ -757,6 +757,8 @@ def test_make_baseline_round_trip(tmp_path: Path) -> None:
         ("{not json", ": not valid JSON: Expecting property name enclosed in double quotes (line 1 column 2)"),
         ("[1, 2]", "expected a JSON object of kind 'pytest-mcpeval-baseline', found list"),
         ('{"version": 1, "models": {}, "cases": []}', "expected kind 'pytest-mcpeval-baseline', found None"),
+        ('{"version": 2, "models": {}, "cases": [], "gate": {}}', ": this is a JSON report (--mcp-report, version 2), "
+         "not a baseline: write one with --mcp-save-baseline"),
         ('{"version": 2, "kind": "pytest-mcpeval-baseline", "cases": []}', "expected version 1, found 2"),
         ('{"version": 1, "kind": "pytest-mcpeval-baseline", "cases": {}}', "expected 'cases' to be a list"),
     ],

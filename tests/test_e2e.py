@@ -86,14 +86,15 @@ def test_pass_miss_and_report(project: pytest.Pytester, model_server: ScriptedMo
     )
     assert result.ret == 0
     report = read_report(project)
-    assert report["version"] == 1
+    assert report["version"] == 2
     fake = report["models"]["fake"]
     assert fake["accuracy"] == 0.75
     assert fake["tools"]["list_issues"]["precision"] == 0.5
     assert fake["tools"]["search_issues"]["recall"] == 0.0
     assert fake["tools"]["search_issues"]["precision"] is None  # never called: no data, not 0
     assert fake["confusion"]["labels"] == ["list_issues", "merge_pull_request", "search_issues", "(none)"]
-    assert fake["confusion"]["matrix"] == [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]]
+    assert fake["confusion"]["diagonal"] == [1, 1, 0, 1]
+    assert fake["confusion"]["off_diagonal"] == [[2, 0, 1]]  # search_issues expected, list_issues called
     assert fake["arguments"]["evaluated"] == 2
     assert fake["arguments"]["exact_match_rate"] == 1.0
     assert "search_repositories" in fake["untested_tools"]

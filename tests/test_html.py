@@ -265,7 +265,7 @@ def test_a_report_broken_by_a_hook_fails_the_gate_in_one_line(pytester: pytest.P
     bench = "server: {tools_file: tools.json}\ncases:\n  - {id: one, input: one, expect: [{tool: search_issues}]}\n"
     make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=tools(OLD_LIST))
     pytester.makeconftest("def pytest_mcpeval_report(config, report):\n"
-                          "    report['models']['fake']['confusion']['matrix'] = None\n")
+                          "    report['models']['fake']['confusion']['off_diagonal'] = None\n")
     model_server.call("one", "search_issues", query="x")
     (pytester.path / "old.html").write_text("an older page")
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-html=old.html", "--mcp-report=r.json")
@@ -343,9 +343,10 @@ def test_confused_labels_sit_together() -> None:
     m = np.zeros((6, 6), dtype=int)
     m[0, 3], m[3, 0], m[1, 4], m[3, 2] = 3, 2, 2, 1  # a<->d 5, b->e 2, d->c 1
     np.fill_diagonal(m, 4)
-    order = [labels[i] for i in label_order(labels, m.tolist())]
+    cells = [(i, j, int(m[i, j])) for i in range(6) for j in range(6) if i != j and m[i, j]]
+    order = [labels[i] for i in label_order(len(labels), cells)]
     assert order == ["d", "a", "c", "b", "e", NONE]  # the d-a-c group (6 confusions) first; never confused last
-    assert label_order(labels, np.eye(6, dtype=int).tolist()) == list(range(6))
+    assert label_order(6, []) == list(range(6))
 
 
 def test_the_recall_curve_agrees_with_the_reports_recall_at_k() -> None:

@@ -13,7 +13,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precisio
 from pytest_mcpeval.benchmark.matchers import compile_args
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.scoring.case import NONE, Expectation, parse_call, score_case
-from pytest_mcpeval.scoring.metrics import argument_rates, invented_labels, model_metrics, sort_labels
+from pytest_mcpeval.scoring.metrics import argument_rates, dense_matrix, invented_labels, model_metrics, sort_labels
 
 CATALOG = Catalog(
     [
@@ -74,7 +74,11 @@ def test_against_sklearn(seed: int, n: int) -> None:
     assert "only_expected" in labels and "only_called" in labels
 
     assert m["accuracy"] == pytest.approx(accuracy_score(expected, called), abs=1e-12)
-    assert m["confusion"]["matrix"] == confusion_matrix(expected, called, labels=labels).tolist()
+    dense = confusion_matrix(expected, called, labels=labels)
+    assert dense_matrix(m["confusion"]) == dense.tolist()
+    assert m["confusion"]["diagonal"] == np.diag(dense).tolist()  # stored sparse: the diagonal, the other cells
+    assert m["confusion"]["off_diagonal"] == [(i, j, dense[i, j]) for i, j in zip(*np.nonzero(dense), strict=True)
+                                              if i != j]
 
     p, r, f, s = precision_recall_fscore_support(expected, called, labels=labels, zero_division=np.nan)
     ours = [m["tools"][label] for label in labels]
@@ -120,7 +124,7 @@ def test_invented_tools_are_left_out_of_macro_f1(seed: int, n: int) -> None:
     weighted = f1_score(expected, called, labels=labels, average="weighted", zero_division=np.nan)
     assert m["weighted_f1"] == pytest.approx(float(weighted), abs=1e-12)  # invented labels have no support
     assert m["accuracy"] == pytest.approx(accuracy_score(expected, called), abs=1e-12)
-    assert m["confusion"]["matrix"] == confusion_matrix(expected, called, labels=labels).tolist()
+    assert dense_matrix(m["confusion"]) == confusion_matrix(expected, called, labels=labels).tolist()
     assert m["hallucinated_tools"] == {name: called.count(name) for name in sorted(invented) if name in called}
 
 
@@ -153,7 +157,9 @@ def test_github_worked_example() -> None:
     assert m["tools"]["search_issues"]["recall"] == 0.7
     assert m["tools"]["list_issues"]["support"] == 10 and m["tools"]["search_issues"]["support"] == 10
     assert m["tools"]["list_issues"]["predicted"] == 13 and m["tools"]["search_issues"]["predicted"] == 7
-    assert m["confusion"] == {"labels": ["list_issues", "search_issues"], "matrix": [[10, 0], [3, 7]]}
+    assert m["confusion"] == {"labels": ["list_issues", "search_issues"], "diagonal": [10, 7],
+                              "off_diagonal": [(1, 0, 3)]}
+    assert dense_matrix(m["confusion"]) == [[10, 0], [3, 7]]
     assert m["accuracy"] == 17 / 20
     assert m["tools"]["list_issues"]["f1"] == pytest.approx(20 / 23)
     assert m["tools"]["search_issues"]["f1"] == pytest.approx(14 / 17)
@@ -164,23 +170,32 @@ def test_github_worked_example() -> None:
     assert (m["cases"], m["scored"], m["errors"], m["pass_rate"]) == (20, 20, 0, 17 / 20)
 
 
+def test_a_version_1_reports_dense_matrix_reads_the_same() -> None:
+    m = model_metrics(github_cases())
+    version_1 = {"labels": m["confusion"]["labels"], "matrix": [[10, 0], [3, 7]]}
+    assert dense_matrix(version_1) == dense_matrix(m["confusion"])
+
+
 def test_github_example_via_score_case() -> None:
     cases = [scored("list_issues", "list_issues", '{"owner": "o"}') for _ in range(10)]
     cases += [scored("search_issues", "list_issues", '{"owner": "o"}') for _ in range(3)]
     cases += [scored("search_issues", "search_issues", '{"query": "q"}') for _ in range(7)]
     m = model_metrics(cases)
-    assert m["confusion"]["matrix"] == [[10, 0], [3, 7]]
+    assert dense_matrix(m["confusion"]) == [[10, 0], [3, 7]]
     assert m["tools"]["list_issues"]["precision"] == 10 / 13 and m["tools"]["search_issues"]["recall"] == 0.7
     assert m["arguments"]["evaluated"] == 17
 
 
 def test_plain_json_types() -> None:
     m = model_metrics([*github_cases(), case("list_issues", NONE), case(NONE, "search_issues")])
-    assert json.loads(json.dumps(m)) == m
+    read_back = json.loads(json.dumps(m))
+    assert read_back["confusion"]["off_diagonal"] == [list(cell) for cell in m["confusion"]["off_diagonal"]]
+    assert read_back == {**m, "confusion": read_back["confusion"]}
     floats = [m["accuracy"], m["macro_f1"], m["weighted_f1"], m["pass_rate"]]
     floats += [t[k] for t in m["tools"].values() for k in ("precision", "recall", "f1")]
     assert all(type(v) is float for v in floats)
-    assert all(type(v) is int for row in m["confusion"]["matrix"] for v in row)
+    assert all(type(v) is int for v in m["confusion"]["diagonal"])
+    assert all(type(v) is int for cell in m["confusion"]["off_diagonal"] for v in cell)
     assert m["confusion"]["labels"] == ["list_issues", "search_issues", NONE]
 
 
@@ -188,7 +203,7 @@ def test_empty_case_list() -> None:
     m = model_metrics([])
     assert (m["accuracy"], m["macro_f1"], m["weighted_f1"], m["pass_rate"]) == (None, None, None, None)
     assert (m["cases"], m["scored"], m["errors"]) == (0, 0, 0)
-    assert m["tools"] == {} and m["confusion"] == {"labels": [], "matrix": []}
+    assert m["tools"] == {} and m["confusion"] == {"labels": [], "diagonal": [], "off_diagonal": []}
     assert m["arguments"] == {"evaluated": 0, "hallucination_rate": None, "all_expected_rate": None,
                               "all_required_rate": None, "exact_match_rate": None}
     assert m["diagnoses"] == {} and m["confused_pairs"] == []
@@ -199,7 +214,7 @@ def test_errors_excluded_and_counted() -> None:
     unscored = {"error": "tool missing from catalog", "expected_label": "zzz", "called_label": NONE, "correct": None}
     m = model_metrics([*github_cases(), broken, unscored])
     assert (m["cases"], m["scored"], m["errors"]) == (22, 20, 2)
-    assert m["confusion"]["matrix"] == [[10, 0], [3, 7]]
+    assert dense_matrix(m["confusion"]) == [[10, 0], [3, 7]]
     assert "zzz" not in m["tools"]
     assert m["accuracy"] == 17 / 20
 
@@ -224,7 +239,8 @@ def test_sort_labels() -> None:
 
 def test_none_class_metrics() -> None:
     m = model_metrics([case(NONE, NONE), case(NONE, "list_issues"), case("list_issues", NONE)])
-    assert m["confusion"] == {"labels": ["list_issues", NONE], "matrix": [[0, 1], [1, 1]]}
+    assert m["confusion"] == {"labels": ["list_issues", NONE], "diagonal": [0, 1],
+                              "off_diagonal": [(0, 1, 1), (1, 0, 1)]}
     assert m["tools"][NONE]["precision"] == 0.5 and m["tools"][NONE]["recall"] == 0.5
     assert m["tools"]["list_issues"]["f1"] == 0.0
     assert m["diagnoses"] == {"wrong_tool": 2}

@@ -114,6 +114,9 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     if not isinstance(data, dict):
         raise BaselineError(f"baseline {p}: expected a JSON object of kind {BASELINE_KIND!r}, "
                             f"found {type(data).__name__}")
+    if "kind" not in data and "gate" in data and isinstance(data.get("models"), dict):  # any report version
+        raise BaselineError(f"baseline {p}: this is a JSON report (--mcp-report, version {data.get('version')!r}), "
+                            "not a baseline: write one with --mcp-save-baseline")
     if data.get("kind") != BASELINE_KIND:
         raise BaselineError(f"baseline {p}: expected kind {BASELINE_KIND!r}, found {data.get('kind')!r} "
                             "(write one with --mcp-save-baseline)")

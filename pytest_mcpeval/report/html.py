@@ -15,8 +15,9 @@ each flow's transcript; the catalogs' token cost per tool; and a table of every 
 :func:`render` is a pure function of the report (the comparison, the changed tools and the baseline's F1 are
 its ``comparison`` section); every untrusted string is escaped
 (:mod:`.html_escape`).  This module renders the page, the gate, the comparison, the description changes and
-the catalogs; :mod:`.html_model` one model's section, :mod:`.html_cases` the cases and the flow transcripts,
-:mod:`.html_checks` the snapshots and the lint,
+the catalogs; :mod:`.html_model` one model's section (:mod:`.html_heatmap` its confusion heatmap, bounded at
+any catalog size), :mod:`.html_cases` the cases and the flow transcripts, :mod:`.html_checks` the snapshots
+and the lint,
 :mod:`.html_assets` holds the style sheet and the script.
 """
 

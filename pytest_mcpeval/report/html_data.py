@@ -18,26 +18,31 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.results.case import NONE
 
 
-def label_order(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> list[int]:
-    """The indices of ``labels`` in display order: labels confused with each other (either way) sit together.
+def label_order(n: int, off_diagonal: Iterable[Sequence[int]]) -> list[int]:
+    """The indices of ``n`` labels in display order: labels confused with each other (either way) sit together.
 
-    The labels linked by confusions form groups (connected components); the group with the most confusions
-    comes first.  Within a group the order is a greedy chain: it starts at the label with the most
-    confusions and adds, each time, the label most confused with the last one placed (or, when the last one
+    ``off_diagonal`` holds the matrix's non-empty off-diagonal cells as ``(row, column, count)`` (the report's
+    sparse ``confusion``).  The labels linked by confusions form groups (connected components); the group with
+    the most confusions comes first.  Within a group the order is a greedy chain: it starts at the label with the
+    most confusions and adds, each time, the label most confused with the last one placed (or, when the last one
     has no unplaced partner, with any placed label).  Labels never confused with another keep their order at
     the end.  Ties keep the report's order (tools alphabetically, ``(none)`` last), so the result is stable.
+    Work grows with the confused labels, not with ``n`` squared.
     """
-    n = len(labels)
-    weight = [[0 if i == j else int(matrix[i][j]) + int(matrix[j][i]) for j in range(n)] for i in range(n)]
-    total = [sum(row) for row in weight]
-    parent = list(range(n))
+    weight: dict[int, Counter[int]] = {}
+    for i, j, count in off_diagonal:
+        if i != j and count:
+            weight.setdefault(i, Counter())[j] += int(count)
+            weight.setdefault(j, Counter())[i] += int(count)
+    total = {i: sum(w.values()) for i, w in weight.items()}
+    parent = {i: i for i in weight}
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -45,14 +50,12 @@ def label_order(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> list[
             i = parent[i]
         return i
 
-    for i in range(n):
-        for j in range(i + 1, n):
-            if weight[i][j]:
-                parent[root(j)] = root(i)
+    for i, partners in weight.items():
+        for j in partners:
+            parent[root(j)] = root(i)
     groups: dict[int, list[int]] = {}
-    for i in range(n):
-        if total[i]:
-            groups.setdefault(root(i), []).append(i)
+    for i in sorted(weight):
+        groups.setdefault(root(i), []).append(i)
     ordered = sorted(groups.values(), key=lambda g: (-sum(total[i] for i in g), g[0]))
     out: list[int] = []
     for group in ordered:
@@ -60,12 +63,15 @@ def label_order(labels: Sequence[str], matrix: Sequence[Sequence[int]]) -> list[
         current = min(rest, key=lambda i: (-total[i], i))
         chain = [current]
         rest.discard(current)
+        attached: Counter[int] = Counter(weight[current])  # per label, its confusions with the chain so far
         while rest:
-            current = min(rest, key=lambda i: (-weight[chain[-1]][i], -sum(weight[p][i] for p in chain), i))
+            last = weight[chain[-1]]
+            current = min(rest, key=lambda i: (-last[i], -attached[i], i))
             chain.append(current)
             rest.discard(current)
+            attached.update(weight[current])
         out += chain
-    return out + [i for i in range(n) if not total[i]]
+    return out + [i for i in range(n) if i not in weight]
 
 
 def recall_curve(cases: Sequence[CaseResult]) -> list[tuple[int, float]]:

@@ -13,8 +13,9 @@ from typing import Any
 from pytest_mcpeval.numbers import confidence, interval
 from pytest_mcpeval.numbers import metric_value as fmt
 from pytest_mcpeval.report.html_cases import flow_transcripts
-from pytest_mcpeval.report.html_data import argument_problems, label_order, recall_curve
-from pytest_mcpeval.report.html_escape import attr, num, p_value, pct, sort_value, text
+from pytest_mcpeval.report.html_data import argument_problems, recall_curve
+from pytest_mcpeval.report.html_escape import num, p_value, pct, sort_value, text
+from pytest_mcpeval.report.html_heatmap import heatmap
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.results import CaseResult, Interval, MetricChange, ModelMetrics
 from pytest_mcpeval.results.registry import METRICS, title
@@ -96,37 +97,6 @@ def _usage(metrics: ModelMetrics) -> str:
                 "process and catalog, not in the latency)")
     return (f"<p class=muted>{usage['calls']} calls ({usage['cached']} replayed), {tokens_text(usage)}, "
             f"{cost_text(usage)}, latency p50 {p50}, p95 {p95}{load}</p>")
-
-
-def _level(count: int, top: int) -> int:
-    return max(1, min(5, math.ceil(5 * math.sqrt(count / top)))) if top else 1
-
-
-def heatmap(metrics: ModelMetrics) -> str:
-    """The confusion matrix as a table of coloured cells: rows expected, columns called, in
-    :func:`label_order`; each non-empty cell shows its count and says it on hover (``title``)."""
-    labels = metrics["confusion"]["labels"]
-    matrix = metrics["confusion"]["matrix"]
-    if not labels:
-        return ""
-    order = label_order(labels, matrix)
-    diagonal = max((matrix[i][i] for i in range(len(labels))), default=0)
-    off = max((matrix[i][j] for i in range(len(labels)) for j in range(len(labels)) if i != j), default=0)
-    head = "".join(f'<th class="c" title="{attr(labels[j])}">{text(labels[j], 40)}' for j in order)
-    rows = []
-    for i in order:
-        cells = []
-        for j in order:
-            count = matrix[i][j]
-            if not count:
-                cells.append("<td>")
-                continue
-            css = f"d{_level(count, diagonal)}" if i == j else f"x{_level(count, off)}"
-            tip = f"expected {labels[i]}, called {labels[j]}: {plural(count, 'case')}"
-            cells.append(f'<td class="{css}" title="{attr(tip, 500)}">{count}')
-        rows.append(f'<tr><th class="r" title="{attr(labels[i])}">{text(labels[i], 40)}{"".join(cells)}')
-    return ('<div class="heatwrap"><table class="heat"><thead><tr><th class="corner">expected ↓ called →'
-            f'{head}</thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def bar(value: float | None, marker: float | None = None, css: str = "") -> str:
@@ -285,7 +255,7 @@ def model_section(name: str, metrics: ModelMetrics, cases: Sequence[CaseResult],
     if metrics["confusion"]["labels"]:
         parts.append("<h3>Confusion matrix (single calls)</h3><p class=muted>Rows: the expected tool; columns: the "
                      "tool called first. Tools confused with each other sit together; hover a cell for its "
-                     f"count.</p>{heatmap(metrics)}")
+                     f"count.</p>{heatmap(metrics['confusion'])}")
     parts += [_tools(name, metrics, changes, changed, baseline_f1), _arguments(metrics, own), _retrieval(metrics, own),
               _repeats(metrics)]
     flows = {j: anchors[j] for j, c in enumerate(cases) if j in anchors and c.get("model") == name}

@@ -30,8 +30,13 @@ class ToolMetrics(TypedDict):
 
 
 class Confusion(TypedDict):
+    """The confusion matrix (rows expected, columns called) stored sparse (report version 2; version 1 held the
+    dense ``matrix``): one diagonal count per label, and ``[row, column, count]`` for each off-diagonal cell that
+    is not empty, in row-major order."""
+
     labels: list[str]
-    matrix: list[list[int]]
+    diagonal: list[int]
+    off_diagonal: list[tuple[int, int, int]]
 
 
 class ConfusedPair(TypedDict):

@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 from pytest_mcpeval.results.case import JSON, CaseResult
 from pytest_mcpeval.results.metrics import ModelMetrics
 
-REPORT_VERSION: Literal[1] = 1
+REPORT_VERSION: Literal[2] = 2  # 2: the confusion matrix stored sparse (docs/report.md#versioning)
 
 
 # ------------------------------------------------------------------------------------ catalogs and run
@@ -205,7 +205,7 @@ class SkippedCase(TypedDict):
 
 
 class Report(TypedDict):
-    version: Literal[1]
+    version: Literal[2]
     plugin_version: str
     run: RunInfo
     models: dict[str, ModelMetrics]

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_mcpeval.results.report import Report
+from pytest_mcpeval.results.report import REPORT_VERSION, Report
 
 
 def report_schema() -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of report version 1, generated from :class:`Report`."""
+    """JSON Schema (draft 2020-12) of the report of this version (``REPORT_VERSION``), generated from
+    :class:`Report`."""
     from pydantic import TypeAdapter
 
     schema: dict[str, Any] = TypeAdapter(Report).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "pytest-mcpeval report (version 1)"
+    schema["title"] = f"pytest-mcpeval report (version {REPORT_VERSION})"
     return schema
 
 
 def validate_report(data: Any) -> None:
-    """Raise ``jsonschema.ValidationError`` when ``data`` is not a version-1 report."""
+    """Raise ``jsonschema.ValidationError`` when ``data`` is not a report of this version."""
     import jsonschema
 
     jsonschema.validate(data, report_schema())

@@ -16,10 +16,10 @@ JSON).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pytest_mcpeval.results import ArgumentRates, CaseResult, ConfusedPair, SelectionMetrics, ToolMetrics
+from pytest_mcpeval.results import ArgumentRates, CaseResult, ConfusedPair, Confusion, SelectionMetrics, ToolMetrics
 from pytest_mcpeval.scoring.case import NONE
 
 ARGUMENT_METRICS = {
@@ -119,12 +119,35 @@ def _value(x: Any) -> float | None:
     return None if value != value else value
 
 
-def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[str]) -> list[list[int]]:
-    """Confusion matrix, rows expected, columns called (plain lists: a report needs no numpy)."""
+def confusion(expected: Sequence[str], called: Sequence[str], labels: Sequence[str]) -> Confusion:
+    """The confusion matrix, rows expected, columns called, stored sparse: the ``diagonal`` (one count per label)
+    and the ``off_diagonal`` cells that are not empty, ``[row, column, count]`` in row-major order (indices into
+    ``labels``).  A run over a catalog of 2,000 tools holds a few hundred such cells, not 4 million."""
     index = {label: i for i, label in enumerate(labels)}
-    matrix = [[0] * len(labels) for _ in labels]
+    diagonal = [0] * len(labels)
+    off: list[tuple[int, int, int]] = []
     for (e, c), count in Counter(zip(expected, called, strict=True)).items():
-        matrix[index[e]][index[c]] = count
+        i, j = index[e], index[c]
+        if i == j:
+            diagonal[i] = count
+        else:
+            off.append((i, j, count))
+    off.sort()
+    return {"labels": list(labels), "diagonal": diagonal, "off_diagonal": off}
+
+
+def dense_matrix(confusion: Mapping[str, Any]) -> list[list[int]]:
+    """The full matrix of a report's ``confusion``, rows expected, columns called: from the sparse form of report
+    version 2, or the ``matrix`` that reports of version 1 held.  For reading a report; ``len(labels)`` squared
+    cells, so nothing in the plugin calls it on a run's own data."""
+    if "matrix" in confusion:
+        return [[int(v) for v in row] for row in confusion["matrix"]]
+    n = len(confusion["labels"])
+    matrix = [[0] * n for _ in range(n)]
+    for i, count in enumerate(confusion["diagonal"]):
+        matrix[i][i] = int(count)
+    for i, j, count in confusion["off_diagonal"]:
+        matrix[i][j] = int(count)
     return matrix
 
 
@@ -141,15 +164,11 @@ def _tool_metrics(labels: list[str], tp: list[int], support: list[int], predicte
     } for i, label in enumerate(labels)}
 
 
-def confused_pairs(labels: list[str], matrix: list[list[int]]) -> list[ConfusedPair]:
+def confused_pairs(confusion: Confusion) -> list[ConfusedPair]:
     """Every off-diagonal cell of the confusion matrix that is not empty, most frequent first."""
-    n = len(labels)
-    pairs: list[ConfusedPair] = [
-        {"expected": labels[i], "called": labels[j], "count": matrix[i][j]}
-        for i in range(n)
-        for j in range(n)
-        if i != j and matrix[i][j] > 0
-    ]
+    labels = confusion["labels"]
+    pairs: list[ConfusedPair] = [{"expected": labels[i], "called": labels[j], "count": count}
+                                 for i, j, count in confusion["off_diagonal"]]
     pairs.sort(key=lambda p: (-p["count"], p["expected"], p["called"]))
     return pairs
 
@@ -193,9 +212,12 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     labels = sort_labels([*expected, *called])
     matrix = confusion(expected, called, labels)
     n = len(labels)
-    tp = [matrix[i][i] for i in range(n)]
-    support = [sum(row) for row in matrix]
-    predicted = [sum(row[j] for row in matrix) for j in range(n)]
+    tp = list(matrix["diagonal"])
+    support = list(tp)
+    predicted = list(tp)
+    for i, j, count in matrix["off_diagonal"]:
+        support[i] += count
+        predicted[j] += count
 
     counts = {label: _argument_counts(right_by_label.get(label, ())) for label in labels}  # one pass in all
     f1_all = [2.0 * tp[i] / (support[i] + predicted[i]) if support[i] + predicted[i] else None for i in range(n)]
@@ -203,7 +225,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
     total_support = sum(support)
     weighted = (sum((f1_all[i] or 0.0) * support[i] for i in range(n)) / total_support if total_support else None)
     macro = [f for f, label in zip(f1_all, labels, strict=True) if f is not None and label not in invented]
-    pairs = confused_pairs(labels, matrix)
+    pairs = confused_pairs(matrix)
     return {
         "cases": len(cases),
         "scored": every,
@@ -214,7 +236,7 @@ def model_metrics(cases: Sequence[CaseResult]) -> SelectionMetrics:
         "macro_f1": sum(macro) / len(macro) if macro else None,
         "weighted_f1": weighted,
         "tools": tools,
-        "confusion": {"labels": labels, "matrix": matrix},
+        "confusion": matrix,
         "confused_pairs": pairs,
         "arguments": _argument_rates((sum(n for n, _, _ in counts.values()),  # the sums of the labels' counts
                                       [sum(h[i] for _, h, _ in counts.values()) for i in range(len(_ARGUMENT_KEYS))],
