@@ -36,7 +36,7 @@ def print_summary(session: EvalSession, terminalreporter: Any) -> None:
         from pytest_mcpeval.checks.listing import listing_lines
 
         tr.write_sep("=", "mcpeval tools")
-        for line in listing_lines(session.listings):
+        for line in listing_lines(session.listings, session.config.get_verbosity()):
             tr.write_line(session.config.stash[SETTINGS_KEY].redactor.text(line))
     reasons = [str(s.get("reason", "")) for s in session.skipped_cases.values()]
     unconfigured = sum(1 for r in reasons if r.startswith("no model "))

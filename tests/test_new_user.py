@@ -71,7 +71,7 @@ def test_mcp_tools_lists_a_stdio_servers_tools_without_a_model(notes_project: py
         "      List every note in a folder.",
         "  search_notes(query*: string, tags: string[]|null)",
         "      Full-text search over all notes.",
-        "(* = required parameter)",
+        "(* = required parameter; -v shows whole descriptions)",
         "*1 passed*",
     ])
     assert "Second line" not in result.stdout.str()
@@ -118,6 +118,7 @@ def test_describe_tool_types() -> None:
     assert shown == {
         "name": "t",
         "description": "First line.",
+        "full_description": "First line. second",  # for -v
         "params": [
             {"name": "b", "type": '"x"|"y"', "required": True},
             {"name": "a", "type": "integer|null", "required": False},
@@ -128,6 +129,35 @@ def test_describe_tool_types() -> None:
     lines = list(listing_lines([{"file": "f.yaml", "server": "s", "tools": [shown]}]))
     assert lines[:3] == ["f.yaml: s, 1 tool", '  t(b*: "x"|"y", a: integer|null, c: object[], d: any)',
                          "      First line."]
+    assert lines[-1] == "(* = required parameter; -v shows whole descriptions)"
+    assert list(listing_lines([{"file": "f.yaml", "server": "s", "tools": [shown]}], verbose=1))[2] == (
+        "      First line. second")
+
+
+def test_array_types_of_unions_read_as_arrays() -> None:
+    """``string|number|boolean|null[][]`` read as a union with an array of arrays of null (issue 32, item 9)."""
+    union = {"type": ["string", "number", "boolean", "null"]}
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {
+        "grid": {"type": "array", "items": {"type": "array", "items": union}},
+        "pick": {"type": "array", "items": {"enum": ["a", "b"]}},
+        "maybe": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+    }}}
+    types = {p["name"]: p["type"] for p in describe_tool(tool)["params"]}
+    assert types == {"grid": "(string|number|boolean|null)[][]", "pick": '("a"|"b")[]', "maybe": "string[]|null"}
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("Short enough.", "Short enough."),
+    ("List issues in a repository. " + "Filter by labels, state, assignee and more, sorted as you like. " * 3,
+     "List issues in a repository. Filter by labels, state, assignee and more, sorted as you like. …"),
+    ("A very long first sentence that goes on and on about what this tool can do for the person who calls it "
+     "without stopping",
+     "A very long first sentence that goes on and on about what this tool can do for the person who calls it…"),
+])
+def test_long_descriptions_are_cut_at_a_sentence_or_a_word(text: str, shown: str) -> None:
+    cut = describe_tool({"name": "t", "description": text})
+    assert cut["description"] == shown and len(shown) <= 110
+    assert cut.get("full_description", text.strip()) == text.strip()
 
 
 def test_markdown_without_compare_is_the_runs_summary(pytester: pytest.Pytester,

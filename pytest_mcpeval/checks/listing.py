@@ -35,7 +35,8 @@ def _type_of(schema: Any) -> str:
     if isinstance(kind, list):
         return "|".join(str(k) for k in kind)
     if kind == "array":
-        return f"{_type_of(schema.get('items'))}[]"
+        inner = _type_of(schema.get("items"))
+        return f"({inner})[]" if _union(inner) else f"{inner}[]"
     if isinstance(kind, str):
         return kind
     for key in ("anyOf", "oneOf"):
@@ -47,9 +48,34 @@ def _type_of(schema: Any) -> str:
     return "any"
 
 
+def _union(rendered: str) -> bool:
+    """Whether a rendered type is a union at its top level (``a|b``, not ``(a|b)[]``): an array of it needs
+    parentheses, or ``string|null[]`` reads as a string or an array of nulls."""
+    depth = 0
+    for char in rendered:
+        depth += (char == "(") - (char == ")")
+        if char == "|" and depth == 0:
+            return True
+    return False
+
+
 def first_line(text: str | None, limit: int = MAX_LINE) -> str:
+    """The description's first line; a longer one is cut after its last sentence that fits, else after a word
+    (never inside one), with ``…``."""
     line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    if len(line) <= limit:
+        return line
+    head = line[: limit - 1]
+    sentence = max(head.rfind(". "), head.rfind("? "), head.rfind("! "), head.rfind("; "))
+    if sentence >= limit // 3:
+        return head[: sentence + 1] + " …"
+    word = head.rfind(" ")
+    return (head[:word] if word >= limit // 3 else head).rstrip(",;:- ") + "…"
+
+
+def whole(text: str | None) -> str:
+    """The whole description, its lines joined (``-v``)."""
+    return " ".join(part.strip() for part in (text or "").splitlines() if part.strip())
 
 
 def describe_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,8 +91,11 @@ def describe_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
         for name, spec in props.items()
     ]
     params.sort(key=lambda p: (not p["required"], p["name"]))  # required first, then by name
-    description = tool.get("description") or tool.get("title") or ""
-    return {"name": str(tool.get("name")), "params": params, "description": first_line(str(description))}
+    description = str(tool.get("description") or tool.get("title") or "")
+    shown = {"name": str(tool.get("name")), "params": params, "description": first_line(description)}
+    if whole(description) != shown["description"]:
+        shown["full_description"] = whole(description)  # for -v
+    return shown
 
 
 def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object) -> None:
@@ -87,16 +116,19 @@ def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_serv
     }
 
 
-def listing_lines(listings: list[dict[str, Any]]) -> Iterator[str]:
-    """The terminal rendering: per file its server, then per tool a signature line and a description line."""
+def listing_lines(listings: list[dict[str, Any]], verbose: int = 0) -> Iterator[str]:
+    """The terminal rendering: per file its server, then per tool a signature line and a description line (its
+    first line, cut at a sentence or a word; the whole description with ``-v``)."""
     for entry in sorted(listings, key=lambda e: e["file"]):
         tools = entry["tools"]
         yield f"{entry['file']}: {entry['server']}, {len(tools)} tool{'s' if len(tools) != 1 else ''}"
         for tool in tools:
             params = ", ".join(f"{p['name']}{'*' if p['required'] else ''}: {p['type']}" for p in tool["params"])
             yield f"  {tool['name']}({params})"
-            if tool["description"]:
-                yield f"      {tool['description']}"
+            text = tool.get("full_description", tool["description"]) if verbose else tool["description"]
+            if text:
+                yield f"      {text}"
         yield ""
     if listings:
-        yield "(* = required parameter)"
+        cut = any("full_description" in tool for entry in listings for tool in entry["tools"])
+        yield "(* = required parameter" + ("; -v shows whole descriptions)" if cut and not verbose else ")")
