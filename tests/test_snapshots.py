@@ -113,12 +113,40 @@ def test_changed_description_fails_with_a_plain_diff(recorded: pytest.Pytester, 
     result.stdout.fnmatch_lines([
         "the tool catalog of tools_file: tools.json changed; if that is intended, accept it with "
         "`pytest --mcp-snapshots --snapshot-update`:",
-        '-     "description": "List issues in a repository, filtered by state and labels.",',
-        '+     "description": "Search or list issues.",',
+        "tools changed: 1 (list_issues)",
+        "list_issues:",
+        '  -  "description": "List issues in a repository, filtered by state and labels.",',
+        '  +  "description": "Search or list issues.",',
     ])
     assert "\x1b[" not in result.stdout.str()
     assert "does not exist" not in result.stdout.str()
     assert result.ret == 1
+
+
+def test_every_changed_tool_has_its_own_diff_in_the_terminal_and_the_report(recorded: pytest.Pytester) -> None:
+    """Two descriptions changed and a tool added: each named in order with its own diff, and counted (issue 32: a
+    pull request saw the diff of the first tool only)."""
+    tools = [dict(TOOLS[1], description="Changed second."), dict(TOOLS[0], description="Changed first."),
+             {"name": "aaa_new", "description": "Brand new.", "inputSchema": {"type": "object"}}]
+    (recorded.path / "tools.json").write_text(json.dumps(tools))
+    result = run(recorded, "--mcp-snapshots", "-k", "tool-catalog", "--mcp-report=report.json")
+    summary = "tools changed: 2 (list_issues, search_issues); added: 1 (aaa_new)"
+    result.stdout.fnmatch_lines([summary, "aaa_new (added):", '  +  "description": "Brand new.",', "list_issues:",
+                                 '  +  "description": "Changed first.",', "search_issues:",
+                                 '  +  "description": "Changed second.",'])
+    snapshot = read_report(recorded)["snapshots"]["bench.mcpeval.yaml"]
+    assert snapshot["outcome"] == "changed" and snapshot["diff"][0] == summary
+    assert result.ret == 1
+
+
+def test_a_removed_tool_is_named_with_its_whole_definition() -> None:
+    from pytest_mcpeval.checks.snapshot_diff import stored_tools, tool_diff
+
+    before = stored_tools(json.dumps(TOOLS))
+    assert before is not None and stored_tools("{not json") is None and stored_tools('{"a": 1}') is None
+    summary, lines = tool_diff(before, TOOLS[:1])
+    assert summary == "removed: 1 (search_issues)"
+    assert lines[0] == "search_issues (removed):" and all(line.startswith("  -") for line in lines[1:])
 
 
 def test_missing_snapshot_fails_under_xdist(project: pytest.Pytester) -> None:
@@ -218,8 +246,8 @@ def test_snapshot_outcomes_and_lint_findings_are_in_the_report_and_on_the_page(r
         "file": "bench.mcpeval.yaml", "server": "tools_file: tools.json", "snapshot": str(SNAPSHOT),
         "outcome": "changed"}
     assert snapshot["message"].startswith("the tool catalog of tools_file: tools.json changed;")
-    removed = '-     "description": "List issues in a repository, filtered by state and labels.",'
-    added = f"+     \"description\": {json.dumps(HOSTILE)},"
+    removed = '  -  "description": "List issues in a repository, filtered by state and labels.",'
+    added = f"  +  \"description\": {json.dumps(HOSTILE)},"
     assert removed in snapshot["diff"] and added in snapshot["diff"]
     (problem,) = report["lint"]["bench.mcpeval.yaml"]["problems"]
     assert problem["kind"] == "unknown_argument" and problem["field"] == "expect[0].args.colour"

@@ -147,7 +147,14 @@ def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_se
                    f"to record it (in {location}), then commit it")
         outcome("missing", message, snapshot_path=location, catalog=catalog.digest)
         raise CheckFailed(message)
-    diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]  # plain text
+    from pytest_mcpeval.checks.snapshot_diff import stored_tools, tool_diff
+
+    before = stored_tools(result.recalled_data)
+    if before is not None:  # each changed tool named, with a diff of its own
+        summary, lines = tool_diff(before, normalised_catalog(catalog))
+        diff = [summary, *lines]
+    else:  # a snapshot that is not a list of tools: syrupy's diff of the whole document
+        diff = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in assertion.get_assert_diff()]
     message = (f"the tool catalog of {server} changed; if that is intended, accept it with "
                "`pytest --mcp-snapshots --snapshot-update`:")
     outcome("changed", message, diff, snapshot_path=location, catalog=catalog.digest)
