@@ -29,6 +29,20 @@ if TYPE_CHECKING:  # the data model costs nothing to import, but the report side
     from pytest_mcpeval.settings import Settings
 
 
+def gate_checks(settings: Settings, compared: bool) -> list[str]:
+    """What gates the run besides its thresholds, in words every rendering shows (the HTML said "no thresholds were
+    set, nothing gated this run" while --mcp-fail-on-drop gated it)."""
+    checks = []
+    if compared and settings.fail_on_drop is not None:
+        checks.append(f"no significant drop against the baseline (margin {settings.fail_on_drop:g}, level "
+                      f"{settings.drop_level:g}{', Holm' if settings.drop_correction == 'holm' else ''})")
+    if settings.max_catalog_tokens is not None:
+        checks.append(f"catalogs of at most {settings.max_catalog_tokens:,} tokens a request")
+    if settings.max_cost is not None:
+        checks.append(f"model calls within ${settings.max_cost:g}")
+    return checks
+
+
 class EvalSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -188,6 +202,7 @@ class EvalSession:
             "failures": failures,
             "usage_errors": self.usage_errors,
             "thresholds": [str(t) for t in settings.thresholds],
+            "checks": gate_checks(settings, compared),
         }
         report["run"] = {"models": {name: self.model_run(name, settings) for name in sorted(models_run)},
                          "interrupted": stopped is not None}

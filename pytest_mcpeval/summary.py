@@ -105,8 +105,9 @@ def _report_lines(session: EvalSession, report: Report, tr: _Printable) -> None:
         tr.write_line(f"ERROR {message}", red=True, bold=True)
     for message in gate["failures"]:
         tr.write_line(f"GATE FAILED {message}", red=True, bold=True)
-    if gate["thresholds"] and gate["passed"]:
-        tr.write_line(f"gate passed: {', '.join(gate['thresholds'])}", green=True)
+    stated = [*gate["thresholds"], *gate.get("checks", [])]
+    if stated and gate["passed"]:
+        tr.write_line(f"gate passed: {', '.join(stated)}", green=True)
 
 
 class _Printable:

@@ -95,10 +95,19 @@ def test_a_small_random_drop_is_not_significant(pytester: pytest.Pytester,
     assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0
     model_server.call("show the open issues of repo r3", "search_issues", query="r3")
     result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-fail-on-drop=0.02",
-                 "--mcp-report=report.json", "--mcp-record=off")  # a fresh answer, not the recorded one
+                 "--mcp-report=report.json", "--mcp-record=off",  # a fresh answer, not the recorded one
+                 "--mcp-html=report.html", "--mcp-markdown=summary.md")
     result.stdout.fnmatch_lines(["compared with *: 1 case flipped*"])
     assert "GATE FAILED" not in result.stdout.str()
     assert result.ret == 0
+    # every rendering states the same gate: the drop gate, not "nothing gated" (issue 32 item 1)
+    gated = "no significant drop against the baseline (margin 0.02, level 0.05)"
+    result.stdout.fnmatch_lines([f"gate passed: {gated}"])
+    page = (pytester.path / "report.html").read_text()
+    assert f'<div class="gate pass"><b>Gate passed</b>: {gated}</div>' in page and "nothing gated" not in page
+    markdown = (pytester.path / "summary.md").read_text()  # with a baseline: the comparison's page
+    assert "✅ **No significant drop** (margin 0.02, level 0.05)" in markdown and "nothing gated" not in markdown
+    assert read_report(pytester)["gate"]["checks"] == [gated]
     accuracy = next(c for c in read_report(pytester)["comparison"]["changes"] if c["metric"] == "accuracy")
     assert accuracy["diff"] == pytest.approx(-0.05) and accuracy["p_value"] == 1.0  # McNemar b=1, c=0
 

@@ -54,9 +54,10 @@ def _gate(report: Report) -> str:
     if problems:
         items = "".join(f"<li>{text(p, LONG)}</li>" for p in problems)
         return f'<div class="gate fail"><b>Gate failed</b> ({plural(len(problems), "failure")})<ul>{items}</ul></div>'
-    if gate.get("thresholds"):
-        shown = ", ".join(f"<code>{text(t)}</code>" for t in gate["thresholds"])
-        return f'<div class="gate pass"><b>Gate passed</b>: {shown}</div>'
+    shown = [*(f"<code>{text(t)}</code>" for t in gate.get("thresholds") or []),
+             *(text(c, LONG) for c in gate.get("checks") or [])]
+    if shown:
+        return f'<div class="gate pass"><b>Gate passed</b>: {", ".join(shown)}</div>'
     return '<div class="gate pass"><b>Gate passed</b>: no thresholds were set, nothing gated this run.</div>'
 
 

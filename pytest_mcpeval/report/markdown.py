@@ -37,8 +37,10 @@ def summary(report: Report) -> str:
     if failures:
         lines.append(f"❌ **gate failed** ({plural(len(failures), 'failure')})")
         lines += ["", *(f"- {text(f, limit=MAX_SENTENCE)}" for f in failures)]
-    elif gate.get("thresholds"):
-        lines.append("✅ **gate passed**: " + ", ".join(code(t) for t in gate["thresholds"]))
+    elif gate.get("thresholds") or gate.get("checks"):
+        stated = [*(code(t) for t in gate.get("thresholds") or []),
+                  *(text(c, limit=MAX_SENTENCE) for c in gate.get("checks") or [])]
+        lines.append("✅ **gate passed**: " + ", ".join(stated))
     else:
         lines.append("No thresholds were set: nothing gated this run.")
     models = report.get("models") or {}

@@ -60,6 +60,9 @@ class Gate(TypedDict):
     failures: list[str]
     usage_errors: NotRequired[list[str]]
     thresholds: list[str]
+    # what else gated the run, as sentences: the drop gate (--mcp-fail-on-drop against --mcp-compare), the catalog
+    # size (--mcp-max-catalog-tokens), the budget (--mcp-max-cost); every rendering states the gate from these
+    checks: NotRequired[list[str]]
 
 
 # ------------------------------------------------------------------------------------------------ lint
