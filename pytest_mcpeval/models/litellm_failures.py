@@ -153,8 +153,10 @@ def _connection(exc: BaseException, model: ModelSpec) -> str:
     return f"connection error: {_one_line(exc)}" + (f" (api_base {where})" if where else "")
 
 
-def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> Failure:
-    """Whether a failed attempt may pass if tried again, and the line that says what happened."""
+def classify(exc: Exception, model: ModelSpec, timeout: float | None = None,
+             timeout_option: str = "--mcp-timeout") -> Failure:
+    """Whether a failed attempt may pass if tried again, and the line that says what happened (a timeout names
+    ``timeout_option``, the option that set it)."""
     name = type(exc).__name__
     detail = _detail(exc)
     text = str(exc)
@@ -179,7 +181,7 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
         return Failure(False, f"litellm cannot tell the provider of {model.target!r}: write PROVIDER/MODEL "
                               "(e.g. openai/gpt-5, anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
     if "timed out" in text.lower():  # our own read timeout, whichever class litellm gives it (Timeout, or a 500)
-        within = f" within {timeout:g} s (--mcp-timeout)" if timeout is not None else ""
+        within = f" within {timeout:g} s ({timeout_option})" if timeout is not None else ""
         said = re.sub(r"\s*Error_str:.*$", "", detail).strip()
         said = "" if said.rstrip(".").lower() in ("request timed out", "timed out", "timeout", "") else f": {said}"
         return Failure(True, f"Timeout: no answer{within}{said}")
