@@ -360,6 +360,9 @@ def _overlay(config: pytest.Config, paths: _Paths) -> Overlay | None:
     from pytest_mcpeval.overlay import from_option
 
     given = getattr(config.option, "mcp_overlay", None)
+    if given and config.option.mcp_snapshots and getattr(config.option, "update_snapshots", False):
+        raise pytest.UsageError(f"--mcp-overlay={given} with --snapshot-update: the catalog snapshots would record "
+                                "the overlay's descriptions as the server's; update them without --mcp-overlay")
     return from_option(given, paths.path(given)) if given else None
 
 
