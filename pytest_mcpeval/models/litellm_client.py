@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from pytest_mcpeval.models.common import ModelCallError
+from pytest_mcpeval.models.common import KeyRejected, ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.cost import read_usage, response_cost, with_cache_breakpoints
 from pytest_mcpeval.models.litellm_failures import _retry_after, backoff, classify
@@ -82,7 +82,8 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
             failure = classify(exc, model, deadline, timeout_option)
             if attempt > retries or not failure.retry:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
-                raise ModelCallError(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
+                kind = KeyRejected if failure.key_rejected else ModelCallError
+                raise kind(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
             time.sleep(backoff(attempt, rng, _retry_after(exc, timeout)))
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None)

@@ -66,6 +66,7 @@ class Failure:
 
     retry: bool
     message: str
+    key_rejected: bool = False  # no key, or the provider refused it (HTTP 401): every call of the model would be
 
 
 def _cap(text: str) -> str:
@@ -171,7 +172,7 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None,
     if decode is not None:
         return _undecodable(_one_line(decode))
     if MISSING_KEY.search(text):
-        return Failure(False, _no_key(model, detail))
+        return Failure(False, _no_key(model, detail), key_rejected=True)
     if name == "UnsupportedParamsError":
         return Failure(False, _unsupported(model, _detail(exc, cap=False)))
     if name == "ContextWindowExceededError":
@@ -205,9 +206,9 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None,
         return Failure(True, f"{name} ({http}): {detail}")
     if status == 401:
         if _missing_keys(model):
-            return Failure(False, _no_key(model, detail))
+            return Failure(False, _no_key(model, detail), key_rejected=True)
         return Failure(False, f"authentication failed ({http}): {detail}: check the API key "
-                              "(the provider's key variable, or api_key in mcp_model_params)")
+                              "(the provider's key variable, or api_key in mcp_model_params)", key_rejected=True)
     if status == 403:
         return Failure(False, f"permission denied ({http}): {detail}: the key may not use this model")
     if status == 404:
