@@ -133,6 +133,10 @@ def _proposals(proposer: Proposer, targets: list[str], base: Evaluation, train: 
     return out
 
 
+def _say(line: str) -> None:
+    print(f"tune: {line}", file=sys.stderr, flush=True)
+
+
 def _plan(evaluator: Evaluator, number: int, candidates: Sequence[Candidate]) -> None:
     """Say what the round will do, and how many evaluations it may take at most: each candidate on train, the
     best of each tool on held-out (and on every held-out case if it would be accepted), the combined check, and
@@ -140,9 +144,8 @@ def _plan(evaluator: Evaluator, number: int, candidates: Sequence[Candidate]) ->
     tools = len({c.tool for c in candidates})
     most = len(candidates) + 2 * tools + (tools > 1) + 1
     evaluator.planned = evaluator.evaluations + most
-    print(f"tune: round {number}: {len(candidates):,} candidate{'s' * (len(candidates) != 1)} for "
-          f"{plural(tools, 'tool')}: at most {most:,} more evaluation{'s' * (most != 1)} (one pytest run each)",
-          file=sys.stderr, flush=True)
+    _say(f"round {number}: {len(candidates):,} candidate{'s' * (len(candidates) != 1)} for {plural(tools, 'tool')}: "
+         f"at most {most:,} more evaluation{'s' * (most != 1)} (one pytest run each)")
 
 
 def tune(args: argparse.Namespace) -> int:
@@ -151,10 +154,13 @@ def tune(args: argparse.Namespace) -> int:
     pending = load_candidates(args.candidates) if args.candidates else []  # before any evaluation is paid for
     out: Path = args.out
     evaluator = Evaluator(args.paths, args.model, args.pytest_arguments, out / "work", args.max_cost)
+    _say(f"collecting the cases of {' '.join(args.paths)}")
     manifest = evaluator.manifest()
     cases = manifest["cases"]
     expected = {key: case["expected"] for key, case in cases.items()}
     train, held = split_cases(expected, args.holdout, args.seed)
+    _say(f"{plural(len(cases), 'case')}: {len(train)} train, {len(held)} held-out (seed {args.seed}); first the run "
+         "without any change")
     base = evaluator.run({}, None, "r1-base")
     tools = sorted(base.descriptions)
     check_tools(pending, tools, args.candidates)

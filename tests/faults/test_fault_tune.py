@@ -157,12 +157,14 @@ def test_two_thousand_candidates_say_what_tune_will_do_and_show_progress(
     code, err = tune(tmp_path, capsys, "--candidates", candidates(tmp_path / "c.yaml", texts), "--out",
                      tmp_path / "out")
     assert code == 0
-    assert err[:4] == [
+    assert err[:6] == [
+        f"tune: collecting the cases of {FILE}",
+        "tune: 24 cases: 12 train, 12 held-out (seed 0); first the run without any change",
         "tune: evaluation 1: r1-base (every case)",
         "tune: round 1: 2,000 candidates for 1 tool: at most 2,003 more evaluations (one pytest run each)",
         "tune: evaluation 2 of at most 2,004: r1-search-0-train (12 cases)",
         "tune: evaluation 3 of at most 2,004: r1-search-1-train (12 cases)"]
-    assert len(FakeEvaluator.runs) == 2003 and len(err) == 2005  # a line per evaluation, the plan, the result
+    assert len(FakeEvaluator.runs) == 2003 and len(err) == 2007  # a line per evaluation, 3 of the plan, the result
 
 
 @pytest.fixture
