@@ -47,7 +47,7 @@ def misspelt(parser: pytest.Parser, args: list[str]) -> str | None:
         if arg == "--":
             return None
         name = arg.split("=", 1)[0]
-        if not name.startswith("--mcp") or name in known:
+        if not name.startswith("--mcp-") or name in known:  # --mcpeval-*: the tune command's own plugin
             continue
         near = closest(name, known, 0.6)
         hint = f"; did you mean {near}?" if near else f" (pytest --help lists the {len(known)} --mcp-* options)"

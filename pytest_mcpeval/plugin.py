@@ -186,13 +186,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from pytest_mcpeval.run import preflight
 
         check_judge(session.config, session.items)
-        overlay = session.config.stash[SETTINGS_KEY].overlay
-        if overlay is not None:  # --mcp-overlay names tools the catalogs have
-            from pytest_mcpeval.run.overlay_check import check
-
-            check(session.config, [bench for bench, _, _ in preflight.from_items(session.items)], overlay)
         if preflight.wanted(session.config):
             preflight.check(session.config, preflight.from_items(session.items))
+        overlay = session.config.stash[SETTINGS_KEY].overlay
+        if overlay is not None:  # --mcp-overlay names tools the catalogs have (those pre-flight listed)
+            from pytest_mcpeval.run.overlay_check import check
+
+            check(session.config, [ref.bench for item in session.items  # --mcp-tools' items too
+                                   if (ref := item.stash.get(CASE_KEY, None)) is not None], overlay)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -205,15 +206,14 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         from pytest_mcpeval.run import preflight
 
         check_judge_ids(node.config, list(identities.values()))
+        cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
+        if preflight.wanted(node.config):
+            preflight.check(node.config, cases)
         overlay = node.config.stash[SETTINGS_KEY].overlay
-        if overlay is not None:  # --mcp-overlay names tools the catalogs have
+        if overlay is not None:  # --mcp-overlay names tools the catalogs have (those pre-flight listed)
             from pytest_mcpeval.run.overlay_check import check
 
-            cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
             check(node.config, [bench for bench, _, _ in cases], overlay)
-        if preflight.wanted(node.config):
-            cases = preflight.from_identities(node.config, identities.values())  # type: ignore[arg-type]
-            preflight.check(node.config, cases)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

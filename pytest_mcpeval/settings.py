@@ -32,6 +32,7 @@ from pytest_mcpeval.outputs import OUTPUTS
 from pytest_mcpeval.redact import Redactor
 from pytest_mcpeval.redact import use as use_redactor
 from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS
+from pytest_mcpeval.storage import unwritable_file
 
 FILE_SUFFIXES = (".mcpeval.yaml", ".mcpeval.yml")
 
@@ -304,7 +305,7 @@ class _Paths:
             asked.append((output.option if given or not ini else f"ini {output.dest}", value))
         asked.append(("--mcp-save-baseline", self.save_baseline))
         for option, value in asked:
-            problem = unwritable(value)
+            problem = unwritable_file(value)
             if problem:
                 raise pytest.UsageError(f"{option}={value}: {problem}")
 
@@ -359,6 +360,9 @@ def _overlay(config: pytest.Config, paths: _Paths) -> Overlay | None:
     from pytest_mcpeval.overlay import from_option
 
     given = getattr(config.option, "mcp_overlay", None)
+    if given and config.option.mcp_snapshots and getattr(config.option, "update_snapshots", False):
+        raise pytest.UsageError(f"--mcp-overlay={given} with --snapshot-update: the catalog snapshots would record "
+                                "the overlay's descriptions as the server's; update them without --mcp-overlay")
     return from_option(given, paths.path(given)) if given else None
 
 
@@ -379,21 +383,3 @@ def _cache_dir(config: pytest.Config) -> Path:
         base = config.invocation_params.dir if opt.mcp_cache_dir else config.rootpath
         cache_dir = Path(base) / cache_dir
     return cache_dir
-
-
-def unwritable(path: Path | None) -> str | None:
-    """Why a file cannot be written at ``path`` (checked before the run), or ``None``."""
-    import os
-
-    if path is None:
-        return None
-    if path.is_dir():
-        return "is a directory; give a file name"
-    parent = path.parent
-    while not parent.exists():  # the directories we would create
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"cannot create a directory under {parent}: it is a file"
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return f"not writable ({path if path.exists() else parent}: permission denied)"
-    return None

@@ -4,6 +4,9 @@
   renamed over it, so a reader (an xdist worker, a CI step, the next run) never sees half a file and a failed
   write leaves the previous file as it was; the temporary file never stays.
 * :func:`read_json`: a regular file only, bounded in size and depth (:mod:`pytest_mcpeval.json_file`).
+* :func:`unwritable_file` / :func:`unwritable_folder`: why an output place cannot be written, said before any
+  work is paid for (the run's ``--mcp-report`` and its kin at configure time; ``tune --out`` before its first
+  evaluation).
 
 The report and its renderings (``session`` and :mod:`pytest_mcpeval.outputs`), the baseline
 (:mod:`pytest_mcpeval.gate.baseline`), the response cache (:mod:`pytest_mcpeval.run.cache`) and the workers'
@@ -67,3 +70,53 @@ def read_json(path: str | os.PathLike[str], limit: int) -> Any:
     """The JSON value of the regular file at ``path`` (at most ``limit`` bytes, bounded depth);
     :class:`~pytest_mcpeval.json_file.JsonFileError` when it is not one, :class:`FileNotFoundError` when none."""
     return parse(read_regular(path, limit))
+
+
+def unwritable_file(path: Path | None) -> str | None:
+    """Why a file cannot be written at ``path`` (checked before the work that makes it), or ``None``."""
+    if path is None:
+        return None
+    if path.is_dir():
+        return "is a directory; give a file name"
+    return _unwritable_place(path, path.parent)
+
+
+def unwritable_folder(path: Path, files: tuple[str, ...] = ()) -> str | None:
+    """Why the folder ``path`` and the ``files`` to be written in it (names; sub-folders end in ``/``) cannot be,
+    or ``None``: a file where the folder should be or above it, one of ``files`` there as the other kind, or no
+    permission.  The folder is made (it will be anyway) and a file is created in it and removed: what is tried
+    is what the writing will do, for any user (root too) and a read-only file system."""
+    import tempfile
+
+    if path.exists() and not path.is_dir():
+        return "is a file, not a directory"
+    for name in files:
+        inside = path / name.rstrip("/")
+        if name.endswith("/") and inside.exists() and not inside.is_dir():
+            return f"{inside} is a file, not a directory"
+        if not name.endswith("/") and inside.is_dir():
+            return f"{inside} is a directory, not a file"
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot create a directory under {parent}: it is a file"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        for name in ("", *(n for n in files if n.endswith("/") and (path / n).is_dir())):
+            fd, probe = tempfile.mkstemp(prefix=".mcpeval-probe.", dir=path / name)
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror or exc})"
+    return None
+
+
+def _unwritable_place(path: Path, parent: Path) -> str | None:
+    while not parent.exists():  # the directories we would create
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot create a directory under {parent}: it is a file"
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"not writable ({path if path.exists() else parent}: permission denied)"
+    return None

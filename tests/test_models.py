@@ -232,9 +232,9 @@ def test_missing_key_fails_at_once_naming_the_variable(target: str, variables: s
     attempts: list[int] = []
     real_classify = litellm_client.classify
 
-    def counting(exc: Exception, model: ModelSpec, timeout: float | None = None) -> litellm_failures.Failure:
+    def counting(exc: Exception, model: ModelSpec, *args: Any) -> litellm_failures.Failure:
         attempts.append(1)
-        return real_classify(exc, model, timeout)
+        return real_classify(exc, model, *args)
 
     monkeypatch.setattr(litellm_client, "classify", counting)
     message = failure(spec(target, name="m"), retries=3)

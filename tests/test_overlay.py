@@ -79,7 +79,7 @@ def test_snapshot_sees_the_overlaid_catalog(project: pytest.Pytester) -> None:
     assert run(project, "--mcp-snapshots", "--snapshot-update").ret == 0
     result = run(project, "--mcp-snapshots", "--mcp-overlay=overlay.yaml", "-k", "tool-catalog")
     assert result.ret == 1
-    result.stdout.fnmatch_lines([f'+*"description": "{NEW}",'])
+    result.stdout.fnmatch_lines([f'  +*"description": "{NEW}",'])
 
 
 @pytest.mark.parametrize(("text", "message"), [

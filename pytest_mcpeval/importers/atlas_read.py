@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval.bounds import TooDeep, check_depth, loads
 from pytest_mcpeval.importers import UserError
 from pytest_mcpeval.importers.atlas_rows import COLUMNS, cell_kind, read_rows
 from pytest_mcpeval.text import did_you_mean
@@ -119,10 +120,12 @@ def _decoded(value: Any, what: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads(value)
     except json.JSONDecodeError as exc:
         raise _RowError("", f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}); expected {what}") \
             from None
+    except ValueError as exc:  # nested too deep, NaN: strict, bounded JSON (bounds.py)
+        raise _RowError("", f"{exc}; expected {what}") from None
 
 
 def _tool_names(value: Any) -> list[str]:
@@ -156,11 +159,15 @@ def _claims(value: Any) -> list[str]:
         claims = None
         if text.startswith("["):
             try:
-                claims = json.loads(text)
-            except json.JSONDecodeError:
+                claims = loads(text)
+            except TooDeep as exc:
+                raise _RowError("", str(exc)) from None
+            except ValueError:
                 try:
-                    claims = ast.literal_eval(text)  # literals only: never evaluates code
-                except (ValueError, SyntaxError):
+                    claims = check_depth(ast.literal_eval(text))  # literals only: never evaluates code
+                except TooDeep as exc:
+                    raise _RowError("", str(exc)) from None
+                except (ValueError, SyntaxError, RecursionError, MemoryError):
                     raise _RowError("", "not a JSON list nor a Python list literal of claims") from None
         else:
             claims = [_BULLET.sub("", line).strip() for line in text.splitlines() if line.strip()]
@@ -228,10 +235,12 @@ def _call(at: str, raw: Any, pending: dict[str, tuple[str, RecordedCall]]) -> Re
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise _RowError(f"{at}.function.arguments", f"not valid JSON: {exc.msg} (line {exc.lineno}, column "
                             f"{exc.colno})") from None
+        except ValueError as exc:
+            raise _RowError(f"{at}.function.arguments", str(exc)) from None
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval.bounds import check_depth, loads
 from pytest_mcpeval.importers import UserError
 from pytest_mcpeval.text import json_kind
 
@@ -42,9 +43,11 @@ def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
                 rows.append((f"row {len(rows) + 1} (line {number})", _json_object(path, line, number)))
         return rows
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:  # nested too deep, NaN: strict, bounded JSON (bounds.py)
+        raise UserError(f"{path}: {exc}") from None
     if isinstance(data, Mapping) and isinstance(data.get("tasks"), list):
         data = data["tasks"]
     if not isinstance(data, list):
@@ -61,9 +64,11 @@ def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _json_object(path: Path, line: str, number: int) -> dict[str, Any]:
     try:
-        row = json.loads(line)
+        row = loads(line)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{number}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:
+        raise UserError(f"{path}:{number}: {exc}") from None
     if not isinstance(row, dict):
         raise UserError(f"{path}:{number}: expected a task object, got {cell_kind(row)}")
     return row
@@ -101,7 +106,13 @@ def _parquet_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
         raise UserError(f"{path}: cannot read it as Parquet: {exc}") from None
-    return [(f"row {i + 1}", dict(row)) for i, row in enumerate(table.to_pylist())]
+    rows = table.to_pylist()
+    for i, row in enumerate(rows):
+        try:
+            check_depth(row)  # as the JSON formats are read (bounds.py)
+        except ValueError as exc:
+            raise UserError(f"{path}: row {i + 1}: {exc}") from None
+    return [(f"row {i + 1}", dict(row)) for i, row in enumerate(rows)]
 
 
 def cell_kind(value: Any) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval.benchmark.schema import CASE_ID_PATTERN
+from pytest_mcpeval.bounds import loads
 from pytest_mcpeval.importers import UserError
 from pytest_mcpeval.text import did_you_mean, plural
 
@@ -46,9 +47,11 @@ def read_entries(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
         raise UserError(f"{path}: cannot read the file: {exc.strerror}") from None
     if text.lstrip().startswith("["):
         try:
-            whole = json.loads(text)
+            whole = loads(text)
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
+        except ValueError as exc:  # nested too deep, NaN: strict, bounded JSON (bounds.py)
+            raise UserError(f"{path}: {exc}") from None
         rows = [(f"{path}: entry {i}", value) for i, value in enumerate(whole)]
     else:
         rows = []
@@ -56,10 +59,12 @@ def read_entries(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                rows.append((f"{path}:{n}", json.loads(line)))
+                rows.append((f"{path}:{n}", loads(line)))
             except json.JSONDecodeError as exc:
                 raise UserError(f"{path}:{n}: not valid JSON ({exc.msg}, column {exc.colno}); BFCL files hold one "
                                 "JSON object per line") from None
+            except ValueError as exc:
+                raise UserError(f"{path}:{n}: {exc}") from None
     if not rows:
         raise UserError(f"{path}: the file is empty; expected one JSON object per line (the {what} file)")
     for where, value in rows:

@@ -15,3 +15,8 @@ class ModelCallError(Exception):
 
     An infrastructure error: the case is listed apart and excluded from the metrics.
     """
+
+
+class KeyRejected(ModelCallError):
+    """The provider refused the call for its key (HTTP 401), or there is none: every other call of the model would
+    be refused alike, so the dispatcher makes none (:mod:`pytest_mcpeval.run.dispatch`)."""

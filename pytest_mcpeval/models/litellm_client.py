@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from pytest_mcpeval.models.common import ModelCallError
+from pytest_mcpeval.models.common import KeyRejected, ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.cost import read_usage, response_cost, with_cache_breakpoints
 from pytest_mcpeval.models.litellm_failures import _retry_after, backoff, classify
@@ -46,12 +46,14 @@ THOUGHT_SEPARATOR = "__thought__"
 
 
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
-    """One chat completion with ``tools``; raises :class:`ModelCallError` once retries are spent."""
+             retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0,
+             timeout_option: str = "--mcp-timeout") -> ModelReply:
+    """One chat completion with ``tools``; raises :class:`ModelCallError` once retries are spent (a timeout's
+    message names ``timeout_option``: the tune command's proposer has its own)."""
     if model.target.startswith("llama-server/"):  # local/qwen2.5-coder-*: the llama.cpp route (models/llama)
         from pytest_mcpeval.models.llama import route
         return route.complete(model, messages, tools, complete, ModelCallError, retries=retries, timeout=timeout,
-                              seed=seed)
+                              seed=seed, timeout_option=timeout_option)
     litellm = load_litellm()
 
     litellm.suppress_debug_info = True
@@ -77,10 +79,11 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
             response = _attempt(litellm, kwargs, deadline)
             break
         except Exception as exc:  # litellm maps every provider failure onto its exception classes
-            failure = classify(exc, model, deadline)
+            failure = classify(exc, model, deadline, timeout_option)
             if attempt > retries or not failure.retry:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
-                raise ModelCallError(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
+                kind = KeyRejected if failure.key_rejected else ModelCallError
+                raise kind(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
             time.sleep(backoff(attempt, rng, _retry_after(exc, timeout)))
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None)

@@ -66,6 +66,7 @@ class Failure:
 
     retry: bool
     message: str
+    key_rejected: bool = False  # no key, or the provider refused it (HTTP 401): every call of the model would be
 
 
 def _cap(text: str) -> str:
@@ -153,8 +154,10 @@ def _connection(exc: BaseException, model: ModelSpec) -> str:
     return f"connection error: {_one_line(exc)}" + (f" (api_base {where})" if where else "")
 
 
-def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> Failure:
-    """Whether a failed attempt may pass if tried again, and the line that says what happened."""
+def classify(exc: Exception, model: ModelSpec, timeout: float | None = None,
+             timeout_option: str = "--mcp-timeout") -> Failure:
+    """Whether a failed attempt may pass if tried again, and the line that says what happened (a timeout names
+    ``timeout_option``, the option that set it)."""
     name = type(exc).__name__
     detail = _detail(exc)
     text = str(exc)
@@ -169,7 +172,7 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
     if decode is not None:
         return _undecodable(_one_line(decode))
     if MISSING_KEY.search(text):
-        return Failure(False, _no_key(model, detail))
+        return Failure(False, _no_key(model, detail), key_rejected=True)
     if name == "UnsupportedParamsError":
         return Failure(False, _unsupported(model, _detail(exc, cap=False)))
     if name == "ContextWindowExceededError":
@@ -179,7 +182,7 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
         return Failure(False, f"litellm cannot tell the provider of {model.target!r}: write PROVIDER/MODEL "
                               "(e.g. openai/gpt-5, anthropic/claude-sonnet-4-5), or map the name in mcp_model_aliases")
     if "timed out" in text.lower():  # our own read timeout, whichever class litellm gives it (Timeout, or a 500)
-        within = f" within {timeout:g} s (--mcp-timeout)" if timeout is not None else ""
+        within = f" within {timeout:g} s ({timeout_option})" if timeout is not None else ""
         said = re.sub(r"\s*Error_str:.*$", "", detail).strip()
         said = "" if said.rstrip(".").lower() in ("request timed out", "timed out", "timeout", "") else f": {said}"
         return Failure(True, f"Timeout: no answer{within}{said}")
@@ -203,9 +206,9 @@ def classify(exc: Exception, model: ModelSpec, timeout: float | None = None) -> 
         return Failure(True, f"{name} ({http}): {detail}")
     if status == 401:
         if _missing_keys(model):
-            return Failure(False, _no_key(model, detail))
+            return Failure(False, _no_key(model, detail), key_rejected=True)
         return Failure(False, f"authentication failed ({http}): {detail}: check the API key "
-                              "(the provider's key variable, or api_key in mcp_model_params)")
+                              "(the provider's key variable, or api_key in mcp_model_params)", key_rejected=True)
     if status == 403:
         return Failure(False, f"permission denied ({http}): {detail}: the key may not use this model")
     if status == 404:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError, call_model
+from pytest_mcpeval.models.common import KeyRejected
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.models.reply import ModelReply
@@ -82,6 +83,7 @@ class Dispatcher:
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
         self._pools: dict[str, DaemonPool] = {}
         self._lock = threading.RLock()
+        self._rejected: dict[str, str] = {}  # model name -> why its key was refused (no call of it starts after)
 
     # -- public ---------------------------------------------------------------------------------
     def submit(self, unit: Unit) -> None:
@@ -159,6 +161,17 @@ class Dispatcher:
             bad.append(exc)
             return None
 
+    def _call(self, unit: Unit) -> ModelReply:
+        seed = zlib.crc32(unit.key.encode())
+        reply = None
+        if self.processes is not None:
+            reply = self.processes.complete(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
+                                            timeout=self.settings.timeout, seed=seed)
+        if reply is None:  # in this process (or no worker could be started)
+            reply = call_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
+                               timeout=self.settings.timeout, seed=seed)
+        return reply
+
     def _fetch(self, unit: Unit) -> ModelReply:
         if unit.model.target.startswith(LOCAL_PREFIX):
             return call_model(unit.model, unit.messages, unit.catalog)
@@ -179,20 +192,22 @@ class Dispatcher:
             )
         if self.stopping is not None and self.stopping.is_set():  # the run is ending: nothing more is paid for
             raise ModelCallError(f"{unit.label}: not called: the run was interrupted")
+        rejected = self._rejected.get(unit.model.name)
+        if rejected is not None:  # every call of the model would be refused alike: one line says why, not each
+            raise ModelCallError(f"not called: {rejected}")
         if self.budget is not None:
             try:
                 self.budget.check()
             except ModelCallError as exc:
                 raise ModelCallError(f"{unit.label}: {exc}") from None
         self._note_bad(bad, CALLED_AGAIN)  # said before the call: it is made, whatever it answers
-        seed = zlib.crc32(unit.key.encode())
-        reply = None
-        if self.processes is not None:
-            reply = self.processes.complete(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
-                                            timeout=self.settings.timeout, seed=seed)
-        if reply is None:  # in this process (or no worker could be started)
-            reply = call_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
-                               timeout=self.settings.timeout, seed=seed)
+        try:
+            reply = self._call(unit)
+        except KeyRejected:
+            with self._lock:
+                self._rejected.setdefault(unit.model.name, f"the key of model {unit.model.name} was rejected on the "
+                                                           f"call of {unit.label} (its other calls are not made)")
+            raise
         if self.budget is not None:
             self.budget.add(reply.cost_usd)
         # a reply the provider's safety filter withheld is an error, not the model's answer: not kept, as no error

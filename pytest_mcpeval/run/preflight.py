@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pytest_mcpeval.models.config import ModelSpec
 
 _DONE_KEY = pytest.StashKey[bool]()
+CATALOGS_KEY = pytest.StashKey[dict[str, "Catalog"]]()  # server_key -> the catalog listed (catalogs())
 
 
 def wanted(config: pytest.Config) -> bool:
@@ -70,7 +71,7 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
         models.setdefault(model.name, model)
         judged = judged or needs_judge(case)
         spec = bench.spec.server
-        key = f"{bench.path.parent.resolve()}|{spec.model_dump_json()}" if spec is not None else ""
+        key = server_key(bench) if spec is not None else ""
         if spec is not None and spec.tools_file is None:
             servers.setdefault(key, (bench, spec.describe()))
         if model.target.startswith("llama-server/"):
@@ -80,11 +81,10 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
         judge = settings.registry.resolve(settings.judge_model)
         models.setdefault(judge.name, judge)
     problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
-    catalogs: dict[str, Catalog] = {}
     if servers and not server_overridden(config):
-        problems += _server_problems(config, servers, catalogs)
+        problems += _server_problems(config, list(servers.values()))
     if served and not problems:
-        problems += _llama_problems(config, served, catalogs)
+        problems += _llama_problems(config, served, config.stash.setdefault(CATALOGS_KEY, {}))
     if problems:
         from pytest_mcpeval.text import printable
 
@@ -180,41 +180,74 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
     return [line for model, tokens in largest.values() if (line := start(model, tokens)) is not None]
 
 
-def _server_problems(config: pytest.Config, servers: dict[str, tuple[Benchmark, str]],
-                     catalogs: dict[str, Catalog]) -> list[str]:
-    """Start each server (in parallel, each in a pool of its own), list its tools (kept in ``catalogs``, by server
-    key), stop it; one line for each that fails.  Their logs are kept (the lines name
-    them) when one fails, removed when all start."""
+def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]],
+                     keep_logs: bool = True) -> list[str]:
+    """Start each server (in parallel, each in a pool of its own), list its tools (kept under
+    :data:`CATALOGS_KEY`), stop it; one line for each that fails.  Their logs are kept (the lines name them) when
+    one fails and ``keep_logs``, else removed."""
     from concurrent.futures import ThreadPoolExecutor
 
     from pytest_mcpeval.servers import ServerError, ServerPool
 
     settings = config.stash[SETTINGS_KEY]
+    fetched = config.stash.setdefault(CATALOGS_KEY, {})
     log_root = Path(tempfile.mkdtemp(prefix="mcpeval-preflight-"))
 
-    def attempt(index: int, key: str, bench: Benchmark, described: str) -> str | None:
+    def attempt(index: int, bench: Benchmark, described: str) -> str | None:
         assert bench.spec.server is not None
         log_dir = log_root / str(index)
         log_dir.mkdir()
         pool = ServerPool(log_dir, settings.connect_timeout)
         try:
-            catalogs[key] = pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
+            catalog = pool.catalog_for_spec(bench.spec.server, bench.path.parent, config.rootpath)
         except ServerError as exc:
             shown = os.path.relpath(bench.path, config.invocation_params.dir)
             return f"server of {shown} ({described}): {exc}"
         finally:
             pool.close()
+        fetched[server_key(bench)] = catalog  # for the overlay's check and the llama route's sizing: not started again
         return None
 
     # what an in-process server prints as it is imported goes to a log, as it does inside a case item
     with (log_root / "output.log").open("a", encoding="utf-8") as out, \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
             ThreadPoolExecutor(max_workers=min(8, len(servers)), thread_name_prefix="mcpeval-preflight") as threads:
-        found = list(threads.map(lambda job: attempt(job[0], job[1][0], *job[1][1]), enumerate(servers.items())))
+        found = list(threads.map(lambda job: attempt(job[0], *job[1]), enumerate(servers)))
     problems = [line for line in found if line is not None]
-    if not problems:
+    if not problems or not keep_logs:
         shutil.rmtree(log_root, ignore_errors=True)
     return problems
+
+
+def server_key(bench: Benchmark) -> str:
+    """What identifies the server of ``bench`` (relative paths resolve per directory), as the check keys it."""
+    assert bench.spec.server is not None
+    return f"{bench.path.parent.resolve()}|{bench.spec.server.model_dump_json()}"
+
+
+def catalogs(config: pytest.Config, benches: Iterable[Benchmark]) -> list[Catalog]:
+    """The catalogs of the servers of ``benches`` that the check started (none is started again), the others
+    started now as the check starts them: all at once, each within ``--mcp-connect-timeout``.  One that fails is
+    left out (the check, or the cases, say why).  Static tool lists are read, nothing started."""
+    from pytest_mcpeval.servers import ServerError, load_tools_file
+
+    fetched = config.stash.setdefault(CATALOGS_KEY, {})
+    live: dict[str, Benchmark] = {}
+    found: list[Catalog] = []
+    for bench in benches:
+        spec = bench.spec.server
+        if spec is not None and spec.tools_file is not None:
+            try:
+                found.append(load_tools_file(bench.path.parent / spec.tools_file))
+            except ServerError:
+                continue  # a collection error of its own
+        elif spec is not None:
+            live.setdefault(server_key(bench), bench)
+    missing = [(bench, bench.spec.server.describe()) for key, bench in live.items()  # type: ignore[union-attr]
+               if key not in fetched]
+    if missing:
+        _server_problems(config, missing, keep_logs=False)
+    return found + [fetched[key] for key in live if key in fetched]
 
 
 def from_items(items: Iterable[pytest.Item]) -> list[tuple[Benchmark, Case, ModelSpec]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from pytest_mcpeval.tune import TuneError
 
 MAX_MISSES = 12  # train inputs shown to the proposer per tool
 MAX_DESCRIPTION = 2000  # characters of a proposed description kept
+MAX_REPLY = 100_000  # characters of a proposer's reply: beyond, it is not read (reply_problem)
 MAX_PROPOSALS = 3  # alternatives kept of one reply (the prompt asks for 1 to 3; a small model may repeat itself)
 QUOTE_RUN = 6  # words in a row shared with a case's request that make a candidate a quote of it
 QUOTE_MIN = 4  # a request this long or longer, repeated whole, is quoted too
@@ -74,6 +76,24 @@ def load_candidates(path: Path) -> list[Candidate]:
             raise TuneError(f"--candidates={path}: candidates.{tool}: expected a list of non-empty descriptions"
                             + (" (a description holding `: ` must be quoted)" if quote else ""))
         out += [Candidate(str(tool), text.strip(), "file") for text in dict.fromkeys(texts)]
+    return out
+
+
+def same_text(text: str) -> str:
+    """``text`` with its whitespace runs as one space: two candidates that differ only there are one."""
+    return " ".join(text.split())
+
+
+def distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Each candidate once per tool (the first of those whose texts differ only in whitespace): each costs
+    evaluations, and the same text judged twice would be compared against itself."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for candidate in candidates:
+        key = (candidate.tool, same_text(candidate.description))
+        if key not in seen:
+            seen.add(key)
+            out.append(candidate)
     return out
 
 
@@ -144,7 +164,10 @@ def parse_proposals(content: str | None) -> list[str]:
         return []
     data = [d.get("description") if isinstance(d, dict) else d for d in data]  # [{"description": ...}, ...] too
     kept = [d.strip()[:MAX_DESCRIPTION] for d in data if isinstance(d, str) and d.strip()]
-    return list(dict.fromkeys(kept))
+    seen: dict[str, str] = {}
+    for text in kept:
+        seen.setdefault(same_text(text), text)  # the first of those that differ only in whitespace
+    return list(seen.values())
 
 
 def _words(text: str) -> list[str]:
@@ -168,10 +191,34 @@ def quoted_case(description: str, requests: Mapping[str, str]) -> str | None:
     return None
 
 
-class Proposer:
-    """A litellm model asked for descriptions, its replies cached under ``cache_dir``."""
+def reply_problem(content: str | None) -> str | None:
+    """Why a proposer's reply cannot hold descriptions, or ``None``: longer than :data:`MAX_REPLY` (a reply asked
+    for three descriptions of 60 words is a few hundred; what is longer is not an answer, and the cache would keep
+    only its start), or an HTML page (a proxy's or the provider's error page, "502 Bad Gateway", sent as text)."""
+    text = (content or "").strip()
+    if len(text) > MAX_REPLY:
+        return f"its reply is {len(text):,} characters long, more than a reply of descriptions may be ({MAX_REPLY:,})"
+    if text.startswith("<") and _HTML.search(text[:2000]):
+        title = _TITLE.search(text)
+        shown = f" ({' '.join(title.group(1).split())[:80]!r})" if title and title.group(1).strip() else ""
+        return f"its reply is an HTML page{shown}, not descriptions: an error page of the provider or a proxy?"
+    return None
 
-    def __init__(self, name: str, params: Mapping[str, Any], cache_dir: Path) -> None:
+
+_HTML = re.compile(r"<\s*(!doctype\s+html|html|head|body|title)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+class Proposer:
+    """A litellm model asked for descriptions, its replies cached under ``cache_dir``.  Each call has
+    ``timeout`` seconds (``--proposer-timeout``) and one retry: a proposer that never answers holds the command
+    ``2 x timeout`` at most, and says so before it asks.  A reply that holds no description (an HTML error page,
+    a reply too long, text that is not JSON descriptions) proposes nothing, is not kept in the cache, and is one
+    line in :attr:`notes` (printed as it happens)."""
+
+    RETRIES = 1
+
+    def __init__(self, name: str, params: Mapping[str, Any], cache_dir: Path, timeout: float = 60.0) -> None:
         from pytest_mcpeval.models.config import ModelRegistry
         from pytest_mcpeval.run.cache import ResponseCache
 
@@ -179,8 +226,15 @@ class Proposer:
         registry.params[name] = dict(params)
         self.model = registry.resolve(name)
         self.cache = ResponseCache(cache_dir, "new", "tune")
+        self.timeout = timeout
         self.calls = 0
         self.cost_usd = 0.0
+        self.notes: list[str] = []
+
+    def _note(self, tool: str, why: str) -> None:
+        note = f"--proposer={self.model.name}: nothing proposed for `{tool}`: {why}"
+        self.notes.append(note)
+        print(f"tune: {note}", file=sys.stderr, flush=True)
 
     def propose(self, tool: str, current: str, confused: Mapping[str, str],
                 misses: Sequence[tuple[str, str, str]], round_: int) -> list[Candidate]:
@@ -191,16 +245,32 @@ class Proposer:
         messages = proposer_messages(tool, current, confused, misses)
         key = request_key(self.model, messages, [], round_)
         entry = self.cache.get(self.model, key)
+        fresh = entry is None
         if entry is None:
+            most = self.timeout * (self.RETRIES + 1)
+            print(f"tune: asking the proposer {self.model.name} for `{tool}` (at most {most:g} s: "
+                  f"--proposer-timeout={self.timeout:g}, one retry)", file=sys.stderr, flush=True)
             try:
-                reply = complete(self.model, messages, [])
+                reply = complete(self.model, messages, [], retries=self.RETRIES, timeout=self.timeout,
+                                 timeout_option="--proposer-timeout")
             except ModelCallError as exc:
                 raise TuneError(f"--proposer={self.model.name}: {exc}") from None
             self.calls += 1
             self.cost_usd += reply.cost_usd or 0.0
-            # the response cache's entry format (run/dispatch.py), so that the cache reads it back on a rerun
+            # the response cache's entry format (run/dispatch.py): a rerun reads it back
             entry = {"model": self.model.target, "case": f"tune proposer: {tool}", "repeat": round_,
                      "reply": reply.to_entry()}
+            content = reply.content
+        else:
+            content = entry["reply"].get("content")
+        problem = reply_problem(content)
+        found = parse_proposals(content) if problem is None else []
+        texts = [t for t in found if same_text(t) != same_text(current)][:MAX_PROPOSALS]
+        if not texts:
+            shown = " ".join((content or "").split())
+            self._note(tool, problem or ("its reply only repeats the current description" if found else
+                       'its reply holds no description (expected {"descriptions": [...]}): '
+                       + (repr(shown[:80] + ("..." if len(shown) > 80 else "")) if shown else "an empty reply")))
+        elif fresh:  # a reply that proposes nothing is not kept: a rerun asks again
             self.cache.put(self.model, key, entry)
-        texts = [t for t in parse_proposals(entry["reply"].get("content")) if t != current][:MAX_PROPOSALS]
         return [Candidate(tool, text, "proposer", round_) for text in texts]

@@ -7,23 +7,28 @@ unknown tool, an empty split, no model, nothing to try), with one line on stderr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import shlex
+import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_mcpeval.text import did_you_mean
+from pytest_mcpeval.storage import unwritable_folder
+from pytest_mcpeval.text import did_you_mean, plural
 from pytest_mcpeval.tune import TuneError
-from pytest_mcpeval.tune.candidates import Candidate, Proposer, check_tools, load_candidates
+from pytest_mcpeval.tune.candidates import Candidate, Proposer, check_tools, distinct, load_candidates
 from pytest_mcpeval.tune.evaluate import Evaluation, Evaluator
 from pytest_mcpeval.tune.loop import Settings, Trial, Tuner, confused_with, missed_tools
 from pytest_mcpeval.tune.split import split_cases
 from pytest_mcpeval.tune.write import write_outputs
 
+# what the command writes in --out (write.py, and the evaluations' folders)
+OUT_FILES = ("overlay.yaml", "tune.json", "tune.md", "report.json", "report.html", "work/", "proposer-cache/")
 HELP = "rewrite tool descriptions and keep only the rewrites that improve held-out cases significantly"
 
 
@@ -42,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--proposer", metavar="MODEL", help="a litellm model asked for candidate descriptions")
     parser.add_argument("--proposer-params", default="{}", metavar="JSON",
                         help='litellm parameters of the proposer, e.g. {"api_base": "http://..."}')
+    parser.add_argument("--proposer-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="seconds the proposer has to answer each attempt; one retry (default 60)")
     parser.add_argument("--tools", metavar="NAMES", help="comma-separated tools to tune (default: those with misses)")
     parser.add_argument("--holdout", type=float, default=0.5, help="the held-out share of the cases (default 0.5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and the guard samples (default 0)")
@@ -63,7 +70,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"python -m pytest_mcpeval tune: {exc}", file=sys.stderr)
         return 4
     except KeyboardInterrupt:  # Ctrl-C reaches the evaluation's pytest too; the outputs are written at the end only
-        print(f"python -m pytest_mcpeval tune: interrupted; nothing was written to {args.out}", file=sys.stderr)
+        out: Path = args.out
+        shutil.rmtree(out / "work", ignore_errors=True)  # the evaluations' files (the final run's report among them)
+        with contextlib.suppress(OSError):
+            out.rmdir()  # made empty by the check of --out: not left behind
+        kept = " (the proposer's replies so far are kept in proposer-cache/ for a rerun)" if out.exists() else ""
+        print(f"python -m pytest_mcpeval tune: interrupted; no result was written to {out}{kept}", file=sys.stderr)
         return 2
 
 
@@ -72,13 +84,15 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
         raise TuneError("no model: give --model MODEL (e.g. local/minilm)")
     if not args.candidates and not args.proposer:
         raise TuneError("nothing to try: give --candidates FILE and/or --proposer MODEL")
-    for name in ("holdout", "level", "max_token_growth"):
+    for name in ("holdout", "level", "max_token_growth", "proposer_timeout"):
         if not math.isfinite(getattr(args, name)):
             raise TuneError(f"--{name.replace('_', '-')}={getattr(args, name)}: expected a finite number")
     if not 0 < args.holdout < 1:
         raise TuneError(f"--holdout={args.holdout:g}: the held-out share must be strictly between 0 and 1")
     if not 0 < args.level < 1:
         raise TuneError(f"--level={args.level:g}: expected a level strictly between 0 and 1")
+    if args.proposer_timeout <= 0:
+        raise TuneError(f"--proposer-timeout={args.proposer_timeout:g}: expected a number of seconds above 0")
     if args.max_token_growth < 0 or args.rounds < 1:
         raise TuneError("--max-token-growth must be >= 0 and --rounds >= 1")
     try:
@@ -91,6 +105,9 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
         args.pytest_arguments = shlex.split(args.pytest_args)
     except ValueError as exc:
         raise TuneError(f"--pytest-args={args.pytest_args!r}: {exc}") from None
+    problem = unwritable_folder(args.out, OUT_FILES)  # now, not after every evaluation has been paid for
+    if problem:
+        raise TuneError(f"--out={args.out}: {problem}")
     return params
 
 
@@ -116,21 +133,40 @@ def _proposals(proposer: Proposer, targets: list[str], base: Evaluation, train: 
     return out
 
 
+def _say(line: str) -> None:
+    print(f"tune: {line}", file=sys.stderr, flush=True)
+
+
+def _plan(evaluator: Evaluator, number: int, candidates: Sequence[Candidate]) -> None:
+    """Say what the round will do, and how many evaluations it may take at most: each candidate on train, the
+    best of each tool on held-out (and on every held-out case if it would be accepted), the combined check, and
+    the next run (the final one, or the next round's base)."""
+    tools = len({c.tool for c in candidates})
+    most = len(candidates) + 2 * tools + (tools > 1) + 1
+    evaluator.planned = evaluator.evaluations + most
+    _say(f"round {number}: {len(candidates):,} candidate{'s' * (len(candidates) != 1)} for {plural(tools, 'tool')}: "
+         f"at most {most:,} more evaluation{'s' * (most != 1)} (one pytest run each)")
+
+
 def tune(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     params = _check(args)
     pending = load_candidates(args.candidates) if args.candidates else []  # before any evaluation is paid for
     out: Path = args.out
     evaluator = Evaluator(args.paths, args.model, args.pytest_arguments, out / "work", args.max_cost)
+    _say(f"collecting the cases of {' '.join(args.paths)}")
     manifest = evaluator.manifest()
     cases = manifest["cases"]
     expected = {key: case["expected"] for key, case in cases.items()}
     train, held = split_cases(expected, args.holdout, args.seed)
+    _say(f"{plural(len(cases), 'case')}: {len(train)} train, {len(held)} held-out (seed {args.seed}); first the run "
+         "without any change")
     base = evaluator.run({}, None, "r1-base")
     tools = sorted(base.descriptions)
     check_tools(pending, tools, args.candidates)
     targets = _targets(args, tools, base, train)
-    proposer = Proposer(args.proposer, params, out / "proposer-cache") if args.proposer else None
+    proposer = (Proposer(args.proposer, params, out / "proposer-cache", args.proposer_timeout)
+                if args.proposer else None)
     requests = {key: case["text"] for key, case in cases.items()}
     tuner = Tuner(evaluator, expected, train, held, Settings(args.level, args.max_token_growth, args.seed), requests)
     first, accepted, trials = base, {}, []  # type: ignore[var-annotated]
@@ -138,8 +174,10 @@ def tune(args: argparse.Namespace) -> int:
         candidates = pending if number == 1 else []
         if proposer is not None:
             candidates = candidates + _proposals(proposer, targets, base, train, requests, number)
+        candidates = distinct(candidates)
         if not candidates:
             break
+        _plan(evaluator, number, candidates)
         done: list[Trial] = tuner.round(number, accepted, base, candidates)
         trials += done
         new = {t.candidate.tool: t.candidate.description for t in done if t.verdict == "accepted"}
@@ -149,13 +187,27 @@ def tune(args: argparse.Namespace) -> int:
         accepted.update(new)
         base = evaluator.run(accepted, None, f"r{number + 1}-base")
         targets = _targets(args, tools, base, train)
-    final = evaluator.run(accepted, None, "final", html=out / "report.html", report_path=out / "report.json")
+    # the final run's pages are written in work/ and moved to --out with the rest: an interrupted run leaves none
+    final = evaluator.run(accepted, None, "final", html=out / "work" / "final.html")
     data = _summary(args, manifest, train, held, first, final, evaluator, proposer, started)
-    write_outputs(out, data, trials, accepted)
+    write_outputs(out, data, trials, accepted, {"report.json": out / "work" / "final.json",
+                                               "report.html": out / "work" / "final.html"})
+    shutil.rmtree(out / "work", ignore_errors=True)
     kept = sum(t.verdict == "accepted" for t in trials)
-    print(f"tune: {kept} of {len(trials)} candidates accepted; {out / 'tune.md'}, {out / 'overlay.yaml'}, "
+    why = "" if trials else f" ({_why_none(targets, proposer)})"
+    print(f"tune: {kept} of {len(trials)} candidates accepted{why}; {out / 'tune.md'}, {out / 'overlay.yaml'}, "
           f"{out / 'report.html'}")
     return 0
+
+
+def _why_none(targets: Sequence[str], proposer: Proposer | None) -> str:
+    """Why no candidate was judged: what the proposer said, or that it was asked about no tool."""
+    if proposer is not None and proposer.notes:
+        return "; ".join(proposer.notes)
+    if proposer is not None and not targets:
+        return ("no tool has a miss or a confusion on the train cases, so the proposer was asked nothing: name "
+                "tools with --tools")
+    return "no candidate"
 
 
 def _summary(args: argparse.Namespace, manifest: Mapping[str, Any], train: list[str], held: list[str],
@@ -172,6 +224,7 @@ def _summary(args: argparse.Namespace, manifest: Mapping[str, Any], train: list[
         "holdout_share": args.holdout, "level": args.level, "max_token_growth": args.max_token_growth,
         "rounds": args.rounds, "split": {"train": train, "holdout": held},
         "held_out_before_after": [c.as_data() for c in changes if c.before != c.after],
+        "proposer_notes": list(proposer.notes) if proposer else [],
         "cost": {"evaluations": evaluator.evaluations, "calls": evaluator.calls,
                  "proposer_calls": proposer.calls if proposer else 0,
                  "cost_usd": round(evaluator.cost_usd + (proposer.cost_usd if proposer else 0.0), 6),

@@ -97,7 +97,22 @@ class Evaluator:
         self.calls = 0
         self.cost_usd = 0.0
         self.seconds = 0.0
+        self.planned: int | None = None  # the most evaluations the command will make (progress: :meth:`_say`)
         work.mkdir(parents=True, exist_ok=True)
+
+    def _say(self, name: str, cases: list[str] | None) -> None:
+        """One line on stderr per evaluation: which, of how many at most, on how many cases, and the time left at
+        the pace so far (a tune of 2,000 candidates runs for hours: it says so from the start)."""
+        from pytest_mcpeval.text import plural
+
+        done = self.evaluations - 1
+        of = f" of at most {self.planned:,}" if self.planned else ""
+        left = ""
+        if self.planned and done and self.seconds:
+            seconds = self.seconds / done * max(self.planned - done, 0)
+            left = f", about {seconds / 60:.0f} min left" if seconds >= 90 else f", about {seconds:.0f} s left"
+        what = plural(len(cases), "case") if cases is not None else "every case"
+        print(f"tune: evaluation {self.evaluations:,}{of}: {name} ({what}{left})", file=sys.stderr, flush=True)
 
     def _command(self, *extra: str) -> list[str]:
         return [sys.executable, "-m", "pytest", *self.paths, f"--mcp-models={self.model}", "-p", _SELECT,
@@ -128,11 +143,21 @@ class Evaluator:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return data
 
+    def evaluate(self, extra: list[str], name: str, report_path: Path) -> dict[str, Any]:
+        """pytest with ``extra`` arguments (the overlay, the selection, the report's path), and its report."""
+        self._pytest(self._command(*extra), f"evaluation {name}")
+        if not report_path.exists():
+            raise TuneError(f"evaluation {name}: pytest wrote no report ({report_path})")
+        report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
+        return report
+
     def run(self, overlay: Mapping[str, str], cases: Iterable[str] | None, name: str,
             html: Path | None = None, report_path: Path | None = None) -> Evaluation:
         """Evaluate ``cases`` (``file::id`` keys; ``None``: all) with ``overlay`` (tool -> description)."""
         self.evaluations += 1
         name = re.sub(r"[^\w.-]", "_", name)  # a tool's name may hold `/`: not a directory of the work folder
+        cases = sorted(cases) if cases is not None else None
+        self._say(name, cases)
         report_path = report_path or self.work / f"{name}.json"
         report_path.unlink(missing_ok=True)
         extra = [f"--mcp-report={report_path}"]
@@ -142,7 +167,7 @@ class Evaluator:
             extra.append(f"--mcp-overlay={overlay_file}")
         if cases is not None:
             chosen = self.work / f"{name}.select.json"
-            chosen.write_text(json.dumps([key.rsplit("::", 1) for key in sorted(cases)]), encoding="utf-8")
+            chosen.write_text(json.dumps([key.rsplit("::", 1) for key in cases]), encoding="utf-8")
             extra.append(f"--mcpeval-tune-select={chosen}")
         if html is not None:
             extra.append(f"--mcp-html={html}")
@@ -151,10 +176,7 @@ class Evaluator:
             if left <= 0:
                 raise TuneError(f"--max-cost={self.max_cost:g}: the budget is spent (${self.cost_usd:.4f})")
             extra.append(f"--mcp-max-cost={left:.6f}")
-        self._pytest(self._command(*extra), f"evaluation {name}")
-        if not report_path.exists():
-            raise TuneError(f"evaluation {name}: pytest wrote no report ({report_path})")
-        report = json.loads(report_path.read_text(encoding="utf-8"))
+        report = self.evaluate(extra, name, report_path)
         calls, cost = 0, 0.0
         for case in report.get("cases", []):
             usage = case.get("usage") or {}

@@ -85,10 +85,18 @@ def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(out: Path, data: dict[str, Any], trials: Sequence[Trial], accepted: Mapping[str, str]) -> None:
+def write_outputs(out: Path, data: dict[str, Any], trials: Sequence[Trial], accepted: Mapping[str, str],
+                  made: Mapping[str, Path] = {}) -> None:
+    """The files of ``--out``; ``made``: name -> a file an evaluation wrote (the final run's report and page),
+    moved in."""
+    import os
+
     from pytest_mcpeval.storage import write_json, write_text
 
     out.mkdir(parents=True, exist_ok=True)  # each file atomically: a reader never sees half of one
+    for name, path in made.items():
+        if path.exists():
+            os.replace(path, out / name)
     write_text(dump_overlay(accepted), out / "overlay.yaml")
     data = {**data, "version": VERSION, "candidates": [t.as_data() for t in trials], "accepted": dict(accepted)}
     write_json(data, out / "tune.json")

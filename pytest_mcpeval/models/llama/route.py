@@ -148,7 +148,7 @@ def parse_text_calls(reply: ModelReply, tools: list[dict[str, Any]]) -> ModelRep
 
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              call: Callable[..., ModelReply], error: type[Exception], retries: int = DEFAULT_RETRIES,
-             timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
+             timeout: float = DEFAULT_TIMEOUT, seed: int = 0, timeout_option: str = "--mcp-timeout") -> ModelReply:
     """``call`` is litellm_client.complete and ``error`` its ModelCallError (given, not imported: the route imports
     nothing that imports it)."""
     sent, changes = rewrite_tools(tools)
@@ -163,7 +163,8 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     served = served_spec(model, running)
     with slot(route, running.slots):
         try:
-            reply = call(served, messages, sent, retries=retries, timeout=max(timeout, MIN_TIMEOUT), seed=seed)
+            reply = call(served, messages, sent, retries=retries, timeout=max(timeout, MIN_TIMEOUT), seed=seed,
+                         timeout_option=timeout_option)
         except error as exc:
             raise error(f"{exc}; the local server's log: {running.log}") from None
     reply = parse_text_calls(reply, tools)
