@@ -23,6 +23,15 @@ from pytest_mcpeval.testing import ScriptedModelServer
 LINE = "pytest-mcpeval: second interrupt: stopping now"
 
 
+SLOW_TO_STOP = """\
+import time
+
+
+def pytest_keyboard_interrupt(excinfo):
+    time.sleep(3)  # a run slow to stop after the first Ctrl-C (a server's teardown): why a user presses it again
+"""
+
+
 def ctrl_c(run: Run) -> None:
     os.killpg(run.process.pid, signal.SIGINT)  # as a terminal does: to every process of the foreground group
 
@@ -30,14 +39,17 @@ def ctrl_c(run: Run) -> None:
 @pytest.mark.parametrize("how", [[], ["-n", "2"], ["--mcp-processes=2"]], ids=["plain", "n2", "processes"])
 def test_ctrl_c_twice_ends_the_run_at_once_with_one_line(project: pytest.Pytester,  # noqa: F811
                                                          model_server: ScriptedModelServer, how: list[str]) -> None:
+    (project.path / "conftest.py").write_text(SLOW_TO_STOP)
     run = Run(project, *how)
     run.wait_for(model_server, FAST + CONCURRENCY)
     ctrl_c(run)
-    time.sleep(0.15)  # a double tap
+    time.sleep(0.5)
+    assert run.process.poll() is None  # still stopping
     ctrl_c(run)
     took = run.wait_gone(timeout=20)
     out = run.output
-    print(out[-3000:], f"\nevery process gone {took:.1f} s after the first Ctrl-C")
+    print(out[-3000:], f"\nevery process gone {took:.1f} s after the second Ctrl-C")
+    assert took < 2  # not the 3 s the first one's handling would still take
     assert run.process.returncode == pytest.ExitCode.INTERRUPTED
     assert "Traceback" not in out and "KeyboardInterrupt" not in out.replace("!!! KeyboardInterrupt !!!", "")
     assert out.count(LINE) == 1 and LINE + "\n" in out

@@ -54,7 +54,8 @@ def test_query_parameters_and_environment_variables_follow_the_same_rule() -> No
 
 SECRETS = {  # no key shape: only the names can teach the redactor these values
     "passcode": "Kd7wQm2xTr9v", "pin": "58302917", "otp": "Zp4nHc8sLq1w", "private_key": "Mx3vBt6yRk9d",
-    "signature": "Yt5cWq8nPz2j", "mfa_code": "Gh6rTz1mKs4p", "jwt": "eyJhbGciOiJIUzI1NiJ9x.Jq2w", "hmac": "Uw9pXb3kVn7s",
+    "signature": "Yt5cWq8nPz2j", "mfa_code": "Gh6rTz1mKs4p", "jwt": "eyJhbGciOiJIUzI1NiJ9x.Jq2w",
+    "hmac": "Uw9pXb3kVn7s",
 }
 SHOWN = {"pinned": "visible-pinned-1", "signature_version": "visible-sigv-4", "spinner": "visible-dots-1",
          "otp_enabled": True}
