@@ -15,8 +15,13 @@ thread, :class:`Interrupts` handles both signals the same way:
 - then ``KeyboardInterrupt`` (:class:`Terminated` for SIGTERM) is raised in the main thread, and pytest ends
   the session as after Ctrl-C: exit status 2, ``pytest_sessionfinish`` runs, the report is written.
 
-A signal that arrives while the report is being written (:attr:`finishing`) is recorded, not raised: it takes
-well under a second and an interruption must not leave half of the files.
+A second signal ends the run at once and quietly, as the first one left it: one line on stderr
+(:data:`SECOND_LINE`), the xdist workers killed, exit status 2.  Raising ``KeyboardInterrupt`` again into
+whatever pytest was doing to end the first printed two tracebacks and exited with Python's own status.  The reports
+are left as the first interrupt wrote them: a second signal while they are being written (:meth:`writing`) waits
+for the writing to end (it takes well under a second, and an interruption must not leave half of the files);
+before that, none is written (the older run's were removed when this one started: nothing at the paths claims a
+pass).  A signal while the report is being written after only one signal is recorded, not raised.
 
 A stopped run must end.  An exception raised into the main thread wherever it stands can, rarely, leave a lock
 or a thread that nothing will release (seen once, in CI on a loaded machine: a SIGTERM'd process lived on), and a
@@ -39,6 +44,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -46,6 +52,7 @@ _HANDLED = (signal.SIGINT, signal.SIGTERM)
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 EXIT_GRACE_S = 12.0  # an interrupted run ends within a few seconds of its signal (tests/faults: under 15 s)
 EXIT_STATUS = 2  # pytest.ExitCode.INTERRUPTED (pytest is not imported here)
+SECOND_LINE = "pytest-mcpeval: second interrupt: stopping now"
 
 
 class Terminated(KeyboardInterrupt):
@@ -57,7 +64,8 @@ class Interrupts:
         self.worker = worker  # an xdist worker: only the first signal is raised (its controller ends it)
         self.received: list[str] = []  # names of the signals received, in order
         self.stopping = threading.Event()  # set at the first signal: no model call starts after it
-        self.finishing = False  # the report is being written: a signal is recorded, not raised
+        self.finishing = False  # the report is being written: a signal is recorded, not raised (see writing())
+        self.second = False  # a second signal came: the run ends as soon as the report is not being written
         self.forward_to: set[int] = set()  # pids told of the signal (the xdist workers of this controller)
         self._previous: dict[int, Any] = {}
 
@@ -77,6 +85,18 @@ class Interrupts:
             if signal.getsignal(signum) == self._handle:  # not replaced meanwhile by someone else
                 signal.signal(signum, previous)
         self._previous.clear()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """While the report is being written: a signal is recorded and does not cut the writing short; a second
+        one ends the run as soon as the writing is done."""
+        self.finishing = True
+        try:
+            yield
+        finally:
+            self.finishing = False
+            if self.second:
+                self._stop_now()
 
     @property
     def signal_name(self) -> str | None:
@@ -98,11 +118,32 @@ class Interrupts:
             if not self.worker:  # a worker is ended by its controller, or with it
                 threading.Thread(target=self._watch_exit, args=(name,), name="mcpeval-exit-watchdog",
                                  daemon=True).start()
-        if self.finishing or (self.worker and not first):
+        elif not self.worker:  # a second signal: the run ends now, as the first left it
+            self.second = True
+            if not self.finishing:
+                self._stop_now()
+            return
+        if self.finishing or not first:  # a worker's second signal: its controller ends it
             return
         if signum == signal.SIGTERM:
             raise Terminated(f"{name}: the run was stopped")
         raise KeyboardInterrupt
+
+    def _stop_now(self) -> None:
+        """End the process at once, quietly: the workers killed (they would print their own tracebacks as they
+        died with it), one line, exit status 2."""
+        for pid in sorted(self.forward_to):
+            with contextlib.suppress(OSError):  # already gone
+                os.kill(pid, signal.SIGKILL)
+        for stream in (sys.stdout, sys.__stdout__, sys.__stderr__):  # what pytest printed so far, then the line
+            with contextlib.suppress(Exception):  # closed, or being written by the code this signal interrupted
+                if stream is not None:
+                    stream.flush()
+        with contextlib.suppress(Exception):
+            assert sys.__stderr__ is not None
+            sys.__stderr__.write(f"\n{SECOND_LINE}\n")
+            sys.__stderr__.flush()
+        os._exit(EXIT_STATUS)
 
     def _watch_exit(self, name: str) -> None:
         """Wait :data:`EXIT_GRACE_S` seconds of not writing the report; a process still alive then is hung: say

@@ -156,19 +156,19 @@ def load_overlay(path: Path, shown: str | None = None) -> Overlay:
     """Read an overlay file (:class:`OverlayError` names the file and the problem)."""
     where = shown or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()  # decoded by load_bounded_yaml: YAML's one error path, with the line
     except FileNotFoundError:
         raise OverlayError(f"{where}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise OverlayError(f"{where}: cannot be read: {exc}") from None
     from pytest_mcpeval.benchmark.problems import BenchmarkError
     from pytest_mcpeval.benchmark.yaml_source import load_bounded_yaml
 
     try:
-        data = load_bounded_yaml(where, text)  # the benchmark files' bounds: no alias bomb, no absurd nesting
+        loaded = load_bounded_yaml(where, data)  # the benchmark files' bounds: no alias bomb, no absurd nesting
     except BenchmarkError as exc:
         raise OverlayError(str(exc).splitlines()[0]) from None
-    return parse_overlay(data, where)
+    return parse_overlay(loaded, where)
 
 
 def dump_overlay(descriptions: Mapping[str, str]) -> str:

@@ -30,18 +30,32 @@ from typing import Any, TypeVar
 
 MASK = "REDACTED"  # no Markdown or HTML meaning: it is also applied to rendered Markdown
 MIN_SECRET = 8
+# The one rule of secret names (secret_name), read on a name whose separators are "_" and whose camelCase words
+# are split (``sharedAccessKey`` -> ``shared_Access_Key``).  A word rule ((^|_)...($|_)) where the letters occur in
+# innocent words: ``pin`` (not ``pinned``, ``spinner``), ``otp`` (not ``hotpot``), ``jwt``, ``cvv``.
 SECRET_NAME = re.compile(
-    r"(api_?key|apikey|(^|_)key($|_)|token|secret|passw|passphrase|(^|_)pass($|_)|pwd|(^|_)auth|authorization"
-    r"|credential|cookie|session|signature|(^|_)sig($|_)|private|bearer|(^|_)pat($|_)|headers?($|_)|dsn|(^|_)pem$"
-    r"|(^|_)cert($|_))",
+    r"(api_?key|apikey|(^|_)key($|_)|token|secret|passw|passphrase|passcode|(^|_)pass($|_)|pwd|(^|_)auth"
+    r"|authorization|credential|cookie|session|signature|(^|_)sig($|_)|private|bearer|(^|_)pat($|_)|headers?($|_)"
+    r"|dsn|(^|_)pem$|(^|_)cert($|_)"
+    r"|(^|_)pins?($|_)|pin_?codes?|(^|_)[th]?otps?($|_)|(^|_)(mfa|2fa|tfa|two_factor)_codes?($|_)"
+    r"|(^|_)(recovery|backup)_codes?($|_)|(^|_)(jwt|hmac|csrf|xsrf)($|_)|mnemonic|seed_phrase"
+    r"|(^|_)conn(ection)?_?str(ing)?($|_)|(^|_)cvc2?($|_)|(^|_)cvv2?($|_))",
     re.IGNORECASE,
 )
-_SHAPES = [
+# What a secret's name followed by one of these words names is about the secret, not the secret: how it is made
+# or checked, whether one is needed, how long it lives (``signature_version: v4``, ``signature_method:
+# HMAC-SHA256``, ``otp_enabled``, ``token_type: Bearer``, ``pin_length``).  Masking such a value by name would
+# also teach the redactor the value, which then masks ``HMAC-SHA256`` everywhere in the report.
+_ABOUT_A_SECRET = re.compile(
+    r"(?i)_(version|method|type|algorithm|alg|format|enabled|required|length|len|size|count|expiry|expires"
+    r"|expires_(in|at)|ttl|lifetime|name|url|uri|endpoint|path|file|location)$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SHAPES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     # userinfo in a URL: scheme://user:password@host (the user name alone is kept)
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@'\"<>]*):[^/\s@'\"<>]+@"), rf"\1:{MASK}@"),
-    # query or fragment parameters named like a secret
-    (re.compile(r"(?i)([?&#;](?:[\w.-]*(?:token|key|secret|passw|pwd|auth|sig|signature|credential|session|code)"
-                r"[\w.-]*)=)[^&#\s'\"<>]+"), rf"\1{MASK}"),
+    # query or fragment parameters named like a secret (query_secret: the one rule, with sig and code)
+    (re.compile(r"([?&#;]([\w.-]+)=)[^&#\s'\"<>]+"),
+     lambda m: f"{m.group(1)}{MASK}" if query_secret(m.group(2)) else m.group(0)),
     (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),
     (re.compile(r"\b(sk-(?:proj-|ant-)?|ghp_|gho_|ghs_|ghu_|github_pat_|xox[abprs]-|glpat-|hf_)[A-Za-z0-9_-]{12,}"),
      rf"\1{MASK}"),
@@ -81,9 +95,22 @@ _NAME_VALUE = re.compile(r"(?s)^(-{0,2})([A-Za-z_][\w.-]*)=(.+)$")  # --api-key=
 
 def secret_name(name: str) -> bool:
     """A parameter, header, variable or flag name that looks secret, whatever its separators and case:
-    ``x-api-key``, ``X-Auth-Token``, ``session.auth`` and ``apiKey`` as much as ``api_key``.  ``tokens`` as a
-    word is a count, not a credential (``max_tokens``, ``thinking.budget_tokens``)."""
-    return bool(SECRET_NAME.search(_COUNT_OF_TOKENS.sub(r"\1count\2", _SEPARATORS.sub("_", name))))
+    ``x-api-key``, ``X-Auth-Token``, ``session.auth``, ``apiKey`` and ``sharedAccessKey`` as much as ``api_key``;
+    ``passcode``, ``pin``, ``otp``, ``private_key``, ``signature`` and the other names of :data:`SECRET_NAME`.
+    ``tokens`` as a word is a count, not a credential (``max_tokens``, ``thinking.budget_tokens``), and a name
+    that ends in a word about a secret names no secret (``signature_version``, ``otp_enabled``:
+    :data:`_ABOUT_A_SECRET`).  The one rule of the plugin: parameters, headers, environment variables, flags,
+    ``env:`` entries, query parameters of a URL."""
+    words = _SEPARATORS.sub("_", _CAMEL.sub("_", name)).strip("_")
+    if _ABOUT_A_SECRET.search(words):
+        return False
+    return bool(SECRET_NAME.search(_COUNT_OF_TOKENS.sub(r"\1count\2", words)))
+
+
+def query_secret(name: str) -> bool:
+    """A URL's query or fragment parameter whose value is secret: a :func:`secret_name`, or one holding ``sig``
+    (``X-Amz-Signature``, ``sig``) or ``code`` (an OAuth authorization code)."""
+    return secret_name(name) or re.search(r"(?i)sig|code", name) is not None
 
 
 def url_secrets(url: str) -> list[str]:
@@ -105,7 +132,7 @@ def url_secrets(url: str) -> list[str]:
         found.append(user)
     for query in (parts.query, parts.fragment):
         for name, value in parse_qsl(query):
-            if secret_name(name) or re.search(r"(?i)sig|code", name):
+            if query_secret(name):
                 found += [value, quote(value, safe="")]  # as it was written, and decoded
     segments = [unquote(s) for s in parts.path.split("/")]
     for before, segment in zip(["", *segments], segments, strict=False):
@@ -206,7 +233,7 @@ class Redactor:
         An environment value that is an existing path (a socket, a directory) is not taken for a secret."""
         env = os.environ if environ is None else environ
         values = [value for name, value in env.items()
-                  if SECRET_NAME.search(name) and name not in NOT_SECRET_ENV and not os.path.exists(value)]
+                  if secret_name(name) and name not in NOT_SECRET_ENV and not os.path.exists(value)]
         for p in params:
             values.extend(secret_values(p))
         return cls(values)

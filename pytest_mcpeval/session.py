@@ -149,12 +149,8 @@ class EvalSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        interrupts = self.config.stash[INTERRUPTS_KEY]
-        interrupts.finishing = True  # a signal from here on is recorded: it does not cut the writing short
-        try:
+        with self.config.stash[INTERRUPTS_KEY].writing():  # a signal does not cut the writing short
             self.finish(session, exitstatus)
-        finally:
-            interrupts.finishing = False
 
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.config.stash[SETTINGS_KEY]

@@ -32,7 +32,7 @@ from pytest_mcpeval.benchmark.schema_errors import (
     problem_at,
     validation_problems,
 )
-from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds, parse_yaml
+from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds, decode_yaml, parse_yaml
 from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS, MAX_FILE_BYTES
 from pytest_mcpeval.text import did_you_mean
 
@@ -224,9 +224,10 @@ def load(path: Path) -> Benchmark:
         if size > MAX_FILE_BYTES:
             raise BenchmarkError(path, f"the file has {size:,} bytes, more than the {MAX_FILE_BYTES:,} a benchmark "
                                        "file may have: split it into several files")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise BenchmarkError(path, f"cannot read the file: {exc}") from None
+    text = decode_yaml(path, data)
     problems: list[Problem] = []
     data, locations = parse_yaml(path, text, problems)
     if not isinstance(data, dict):

@@ -1,10 +1,14 @@
 """YAML with line numbers: a benchmark file's text -> its data and the line of every place in it, refusing
 duplicate keys, nesting deeper than :data:`~pytest_mcpeval.defaults.MAX_DEPTH` and alias bombs, each as a
-:class:`~pytest_mcpeval.benchmark.problems.BenchmarkError` with its line."""
+:class:`~pytest_mcpeval.benchmark.problems.BenchmarkError` with its line.
+
+Every way a YAML file can fail to be read (bytes that are not UTF-8, a character YAML refuses, a syntax error,
+an unknown alias or tag) reaches the user through one path, :func:`decode_yaml` and :func:`yaml_error`: one line
+``FILE:LINE: invalid YAML: ...``, whichever of the bound check, the composer or the constructor met it first."""
 
 from __future__ import annotations
 
-import contextlib
+import codecs
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,63 @@ def _walk(node: yaml.Node, loc: Loc, out: dict[Loc, int], problems: list[Problem
 
 # libyaml's loader when PyYAML was built with it (4x faster on large files); both give line marks
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
+         (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def decode_yaml(path: Path | str, data: bytes) -> str:
+    """The text of a YAML file's bytes, which must be UTF-8 (a UTF-8 byte order mark is allowed); a
+    :class:`BenchmarkError` with the line for UTF-16 or UTF-32 (told as YAML tells them: by their byte order mark,
+    or a NUL among the first two bytes) and for bytes that are not UTF-8."""
+    for bom, name in _BOMS:  # UTF-32 first: its little-endian mark starts with UTF-16's
+        if data.startswith(bom):
+            raise BenchmarkError(path, f"invalid YAML: the file is {name} (it starts with a {name} byte order mark); "
+                                       "save it as UTF-8", 1)
+    if b"\0" in data[:2]:
+        raise BenchmarkError(path, "invalid YAML: the file looks like UTF-16 or UTF-32 without a byte order mark "
+                                   "(a NUL among its first two bytes); save it as UTF-8", 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        column = len(data[start:exc.start].decode("utf-8", "replace")) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BenchmarkError(path, f"invalid YAML: not UTF-8 (byte 0x{data[exc.start]:02x} at column {column}: "
+                                   f"{exc.reason}); save the file as UTF-8", line) from None
+
+
+_QUOTE_HINT = ("could not find expected ':'", "mapping values are not allowed here")
+
+
+def yaml_error(path: Path | str, text: str, exc: yaml.YAMLError) -> BenchmarkError:
+    """The one line for any error PyYAML raised reading ``text``: ``invalid YAML: ...`` at the line of the problem.
+
+    A character YAML refuses (a C0 or C1 control character, DEL, U+FFFE, U+FFFF: PyYAML's ``ReaderError``, which
+    has no line of its own) is named with its line, column and the escape that writes it in a double-quoted text;
+    a syntax error says where its construct started when that is another line, and that a text holding ``: ``
+    must be quoted when that is the likely mistake."""
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+        code = exc.character
+        index = text.find(chr(code))  # the reader stops at the first character it refuses: this one
+        index = index if index >= 0 else min(max(exc.position, 0), len(text))
+        column = index - (text.rfind("\n", 0, index) + 1) + 1
+        kind = "a non-character" if code in (0xFFFE, 0xFFFF) else "a control character"
+        escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        return BenchmarkError(path, f"invalid YAML: U+{code:04X} ({kind}) at column {column} is not allowed in a YAML "
+                                    f"file; in a double-quoted text write it as \"{escape}\"",
+                              text.count("\n", 0, index) + 1)
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or str(exc).splitlines()[0]
+        if exc.context:
+            start = exc.context_mark.line + 1 if exc.context_mark is not None else line
+            problem = f"{exc.context}{f' (line {start})' if start != line else ''}: {problem}"
+        hint = "; a text holding `: ` must be quoted" if exc.problem in _QUOTE_HINT else ""
+        return BenchmarkError(path, f"invalid YAML: {problem}{hint}", line)
+    return BenchmarkError(path, f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
 
 
 def _line(event: yaml.Event) -> int | None:
@@ -85,30 +146,25 @@ def check_yaml_bounds(path: Path | str, text: str) -> None:
                     raise BenchmarkError(path, f"the alias `*{event.anchor}` nests the file deeper than "
                                                f"{MAX_DEPTH} levels", line)
                 close(None, values, levels)
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, text, exc) from None
     finally:
         parser.dispose()
 
 
-def load_bounded_yaml(path: Path | str, text: str) -> Any:
-    """``yaml.safe_load`` of a small YAML file (an overlay, a candidates file) within the benchmark files'
-    bounds; a :class:`BenchmarkError` with the line for a file out of bounds or not valid YAML."""
+def load_bounded_yaml(path: Path | str, source: str | bytes) -> Any:
+    """``yaml.safe_load`` of a small YAML file (an overlay, a candidates file; its text or its bytes) within the
+    benchmark files' bounds; a :class:`BenchmarkError` with the line for a file out of bounds or not valid YAML."""
+    text = decode_yaml(path, source) if isinstance(source, bytes) else source
+    check_yaml_bounds(path, text)
     try:
-        check_yaml_bounds(path, text)
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        # the line where the broken construct starts (a text with `: ` in it), else where the parser stopped
-        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        context = getattr(exc, "context", None)
-        hint = ("; a text holding `: ` must be quoted" if problem in ("could not find expected ':'",
-                                                                      "mapping values are not allowed here") else "")
-        message = f"not valid YAML ({context + ': ' if context else ''}{problem}{hint})"
-        raise BenchmarkError(path, message, mark.line + 1 if mark is not None else None) from None
+        raise yaml_error(path, text, exc) from None
 
 
 def parse_yaml(path: Path, text: str, problems: list[Problem]) -> tuple[Any, dict[Loc, int]]:
-    with contextlib.suppress(yaml.MarkedYAMLError):  # a syntax error: composing the file reports it, as usual
-        check_yaml_bounds(path, text)
+    check_yaml_bounds(path, text)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -117,13 +173,8 @@ def parse_yaml(path: Path, text: str, problems: list[Problem]) -> tuple[Any, dic
         locations: dict[Loc, int] = {}
         _walk(node, (), locations, problems)
         data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = " ".join(p for p in (exc.context, exc.problem) if p)
-        raise BenchmarkError(path, f"invalid YAML: {problem}", line) from None
     except yaml.YAMLError as exc:
-        raise BenchmarkError(path, f"invalid YAML: {exc}") from None
+        raise yaml_error(path, text, exc) from None
     finally:
         loader.dispose()
     return data, locations

@@ -10,7 +10,11 @@ through the function for its context, so it renders as the text it is and never 
 * :func:`html_text`: text inside raw HTML (``<summary>``), where Markdown is not parsed;
 * :func:`fenced`: a fenced code block (a description diff).
 
-Long values are cut with a visible marker (:func:`truncate`).  All functions are pure.
+Each also writes every control character as its escape (``\\x1b``, ``\\u202e``) through
+:func:`pytest_mcpeval.text.printable`, the one escaper of control characters that the terminal and the HTML page
+use too: GitHub shows a step summary's raw ESC and BEL to whoever copies it into a terminal, and a bidirectional
+override makes a name read other than it is.  Long values are cut with a visible marker (:func:`truncate`).  All
+functions are pure.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import html
 import re
 
-from pytest_mcpeval.text import marker, truncate
+from pytest_mcpeval.text import marker, printable, truncate
 
 MAX_INLINE = 200  # characters of a name, an id or a table cell
 MAX_SENTENCE = 1000  # characters of a gate failure sentence
@@ -49,7 +53,7 @@ def code(value: object, *, table: bool = False, limit: int = MAX_INLINE) -> str:
     one of each).  Line breaks become spaces.  In a GFM table cell (``table=True``) pipes are written
     ``\\|``, which GFM unescapes before it parses the code span (elsewhere ``\\|`` would show as is).
     """
-    content = truncate(one_line(value), limit)
+    content = truncate(printable(one_line(value)), limit)
     if table:
         content = content.replace("|", "\\|")
     if not content:  # a code span cannot be empty: one space is the closest
@@ -65,7 +69,7 @@ def text(value: object, *, limit: int = MAX_INLINE) -> str:
     """``value`` as plain text for a table cell, a bullet or a sentence: one line, runs of whitespace
     collapsed, ``&``, ``<`` and ``>`` as HTML entities, pipes and the punctuation that starts inline markup
     backslash-escaped, and a leading block marker (``#``, ``-``, ``+``, ``=``, ``1.``) escaped too."""
-    content = truncate(" ".join(str(value).split()), limit)
+    content = truncate(printable(" ".join(str(value).split())), limit)
     content = _PUNCTUATION.sub(lambda m: _escape_punctuation(m, content), content)
     content = html.escape(content, quote=False)
     start = _BLOCK_START.match(content)
@@ -86,7 +90,7 @@ def _escape_punctuation(match: re.Match[str], content: str) -> str:
 def html_text(value: object, *, limit: int = MAX_INLINE) -> str:
     """``value`` as text inside raw HTML (``<summary>…</summary>``): one line (a blank line would end the
     HTML block), HTML-escaped; no Markdown is parsed there, so nothing else is needed."""
-    return html.escape(truncate(" ".join(str(value).split()), limit), quote=True)
+    return html.escape(truncate(printable(" ".join(str(value).split())), limit), quote=True)
 
 
 def fenced(body: str, info: str = "", *, limit: int = MAX_BLOCK) -> list[str]:
@@ -94,6 +98,7 @@ def fenced(body: str, info: str = "", *, limit: int = MAX_BLOCK) -> list[str]:
     that starts a line of ``body`` (only such a line can close a backtick fence; tildes cannot), at least
     three.  A longer ``body`` is cut at ``limit`` characters, with the marker on a line of its own."""
     lines = body.splitlines() if len(body) <= limit else [*body[:limit].splitlines(), marker(len(body))]
+    lines = [printable(line) for line in lines]
     longest = max((len(m.group(1)) for line in lines if (m := _FENCE_START.match(line))), default=0)
     fence = "`" * max(3, longest + 1)
     return [fence + info, *lines, fence]

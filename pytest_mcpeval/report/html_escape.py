@@ -10,7 +10,10 @@ model output, tool results, claims, judge justifications, error text) reaches th
   element (``</script>``), open a comment (``<!--``) or end a JavaScript line; ``JSON.parse`` reads the same
   values back.
 
-Long values are cut with the visible marker of :func:`pytest_mcpeval.text.truncate`.
+Each writes every control character as its escape (``\\x1b``, ``\\u202e``) through
+:func:`pytest_mcpeval.text.printable`, the one escaper of control characters of every rendering (the terminal and
+the Markdown too): a browser shows some of them as nothing, and a bidirectional override makes a name read other
+than it is.  Long values are cut with the visible marker of :func:`pytest_mcpeval.text.truncate`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from pytest_mcpeval import bounds
 from pytest_mcpeval.numbers import num, p_clause, pct
-from pytest_mcpeval.text import truncate
+from pytest_mcpeval.text import printable, truncate
 
 __all__ = ["LONG", "NAME", "TEXT", "attr", "compact", "num", "p_value", "pct", "script_json", "sort_value", "text"]
 
@@ -34,17 +37,29 @@ _SCRIPT_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", 
 
 def text(value: object, limit: int = NAME) -> str:
     """``value`` as element content, cut at ``limit`` characters."""
-    return html.escape(truncate(str(value), limit), quote=False)
+    return html.escape(truncate(printable(str(value)), limit), quote=False)
 
 
 def attr(value: object, limit: int = NAME) -> str:
     """``value`` for a double-quoted attribute, cut at ``limit`` characters."""
-    return html.escape(truncate(str(value), limit), quote=True)
+    return html.escape(truncate(printable(str(value)), limit), quote=True)
 
 
 def script_json(value: Any) -> str:
-    """``value`` as JSON that is safe inside ``<script type="application/json">`` (see the module doc)."""
-    return bounds.dumps(value, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_UNSAFE)
+    """``value`` as JSON that is safe inside ``<script type="application/json">`` (see the module doc), its strings
+    (what the script shows: model names, diagnoses) with their control characters escaped."""
+    return bounds.dumps(_printable(value), ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_UNSAFE)
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with :func:`printable` applied to every string in it (the page's data: a few shallow lists)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable(v) for v in value]
+    return value
 
 
 def compact(value: Any) -> str:

@@ -286,13 +286,15 @@ class ResponseCache:
         try:
             write_json(data, path, indent=1, sort_keys=True, private=True)
         except (OSError, ValueError, TypeError) as exc:
-            self._note_unwritable(exc)
+            self._note_unwritable(exc, path)
             return False
         return True
 
-    def _note_unwritable(self, exc: Exception) -> None:
+    def _note_unwritable(self, exc: Exception, path: Path) -> None:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
         note = f"{self.directory}: {reason}"  # the same on every xdist worker, so the controller can dedupe
+        if isinstance(exc, IsADirectoryError) and path.is_dir():  # the entry's own place, not the cache's
+            note = f"{path}: a directory stands where this entry goes (remove it to record the entry)"
         with self._lock:
             if note not in self.unwritable:
                 self.unwritable.append(note)

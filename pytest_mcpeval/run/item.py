@@ -13,6 +13,7 @@ import pytest
 
 from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.run.case import CaseError, unscored_result
+from pytest_mcpeval.text import printable
 
 if TYPE_CHECKING:
     from pytest_mcpeval.results import CaseResult, SkippedCase
@@ -86,7 +87,7 @@ def record_properties(item: pytest.Item, results: list[CaseResult]) -> None:
     expected tool, ``(none)`` for ``expect: []``), then per run ``outcome`` (``passed``, ``missed`` or
     ``error``), ``called`` (the tool called first), ``diagnosis`` (a miss's) and, for a flow with claims,
     ``coverage``; with ``--mcp-repeat`` each run's properties follow a ``repeat`` property.  Masked like
-    everything the plugin writes (a model or tool name could hold a secret)."""
+    everything the plugin writes (a model or tool name could hold a secret), control characters escaped."""
     if not results:
         return
     first = results[0]
@@ -108,4 +109,4 @@ def record_properties(item: pytest.Item, results: list[CaseResult]) -> None:
         if result.get("flow") and coverage is not None:
             properties.append(("coverage", f"{coverage:.4f}"))
     redactor = item.config.stash[SETTINGS_KEY].redactor
-    item.user_properties.extend((name, redactor.text(str(value))) for name, value in properties)
+    item.user_properties.extend((name, printable(redactor.text(str(value)))) for name, value in properties)

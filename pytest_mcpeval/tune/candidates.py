@@ -58,12 +58,12 @@ def load_candidates(path: Path) -> list[Candidate]:
     from pytest_mcpeval.benchmark.yaml_source import load_bounded_yaml
 
     try:
-        data = load_bounded_yaml(path, path.read_text(encoding="utf-8"))  # no alias bomb, no absurd nesting
+        data = load_bounded_yaml(path, path.read_bytes())  # no alias bomb, no absurd nesting
     except BenchmarkError as exc:
         raise TuneError(f"--candidates={str(exc).splitlines()[0]}") from None
     except FileNotFoundError:
         raise TuneError(f"--candidates={path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise TuneError(f"--candidates={path}: cannot be read: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("candidates"), dict):
         raise TuneError(f"--candidates={path}: expected `version: 1` and `candidates: {{TOOL: [DESCRIPTION, ...]}}`")

@@ -1,5 +1,7 @@
 """What the tune command writes to ``--out``: ``overlay.yaml`` (the accepted changes only), ``tune.json`` (every
-candidate, the split, the figures) and ``tune.md`` (the human summary)."""
+candidate, the split, the figures) and ``tune.md`` (the human summary, whose untrusted text (tool names, the
+proposer's descriptions, the reasons) goes through the report's Markdown escaping: no markup, no control
+character)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from pytest_mcpeval.numbers import format_p
 from pytest_mcpeval.overlay import dump_overlay
+from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, text
 from pytest_mcpeval.text import plural
 from pytest_mcpeval.tune.loop import Trial
 
@@ -43,17 +46,17 @@ def summary_table(trials: Sequence[Trial]) -> list[str]:
     for trial in sorted(trials, key=lambda t: (t.candidate.tool, t.verdict != "accepted")):
         c = trial.candidate
         f1 = (trial.holdout or {}).get("f1") or {}
-        text = c.description if len(c.description) <= 60 else c.description[:57] + "..."
+        short = c.description if len(c.description) <= 60 else c.description[:57] + "..."
         change = f"{_number(f1.get('before'))} → {_number(f1.get('after'))}" if f1 else "not judged"
         p = format_p(float(f1["p"])) if f1 else ""
-        verdict = "**kept**" if trial.verdict == "accepted" else f"`{trial.reason}`"
-        lines.append(f"| `{c.tool}` | {text.replace('|', chr(92) + '|')} ({c.source}) | {change} | {p} | {verdict} |")
+        verdict = "**kept**" if trial.verdict == "accepted" else code(trial.reason, table=True)
+        lines.append(f"| {code(c.tool, table=True)} | {text(short)} ({c.source}) | {change} | {p} | {verdict} |")
     return [*lines, ""]
 
 
 def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
     split = data["split"]
-    lines = [f"# Tuning descriptions for `{data['model']}`", "",
+    lines = [f"# Tuning descriptions for {code(data['model'])}", "",
              f"{plural(len(split['train']), 'train case')}, {plural(len(split['holdout']), 'held-out case')} "
              f"(seed {data['seed']}, stratified by expected tool). A change is kept only when its tool's held-out "
              f"F1 rises significantly (level {data['level']:g}), no other tool's F1, the accuracy, a flow's pass rate "
@@ -64,18 +67,18 @@ def markdown(data: Mapping[str, Any], trials: Sequence[Trial]) -> str:
     lines += summary_table(trials)
     for trial in trials:
         c = trial.candidate
-        verdict = "kept" if trial.verdict == "accepted" else f"dropped: `{trial.reason}`"
-        lines += [f"## `{c.tool}` ({c.source}, round {c.round}): {verdict}", ""]
+        verdict = "kept" if trial.verdict == "accepted" else f"dropped: {code(trial.reason)}"
+        lines += [f"## {code(c.tool)} ({c.source}, round {c.round}): {verdict}", ""]
         if trial.holdout is not None:
-            lines.append(f"- held-out f1[{c.tool}]: {_pair(trial.holdout.get('f1'))}")
+            lines.append(f"- held-out f1[{text(c.tool)}]: {_pair(trial.holdout.get('f1'))}")
             lines.append(f"- held-out accuracy over the {trial.holdout.get('affected', 0)} cases it can affect: "
                          f"{_pair(trial.holdout.get('accuracy_affected'))}")
         if trial.train is not None:
-            lines.append(f"- train f1[{c.tool}]: {_pair(trial.train.get('f1'))}")
+            lines.append(f"- train f1[{text(c.tool)}]: {_pair(trial.train.get('f1'))}")
         if trial.tokens is not None:
             lines.append(f"- tokens per request: {trial.tokens['before']} → {trial.tokens['after']}")
-        lines += [f"- why: {trial.note}" if trial.note else "- why: accepted", "", "```diff",
-                  *description_diff(trial.before_description, c.description), "```", ""]
+        lines += [f"- why: {text(trial.note, limit=MAX_SENTENCE)}" if trial.note else "- why: accepted", "",
+                  *fenced("\n".join(description_diff(trial.before_description, c.description)), "diff"), ""]
     cost = data["cost"]
     lines += ["## Cost", "",
               f"{plural(cost['evaluations'], 'evaluation')} (one pytest run each), "
