@@ -317,3 +317,34 @@ def test_a_subcommand_says_its_own_usage_error(argv: list[str], status: int, exp
     assert "usage: python -m pytest_mcpeval [-h] COMMAND" not in err
     if argv[0] == "import":
         assert "unrecognized arguments: --surce y; did you mean --source?" in err
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (SERVER + "  - id: duplicate-sheet\n    input: hi\n    expect:\n      - tool: list_issues\n    args: {repo: x}\n",
+     "bench.mcpeval.yaml:7: cases[0] (`duplicate-sheet`): unknown field `args`; `args` is a key of an item of `expect`: "
+     "indent it under `expect:` (as part of its `- ...` item)"),
+    (SERVER + "  - id: one\n    input: hi\n    expect:\n      - tool: list_issues\n        tools: [list_issues]\n",
+     "bench.mcpeval.yaml:7: cases[0] (`one`).expect[0]: unknown field `tools`; `tools` is a key of cases[0]: indent "
+     "it less, to the level of the other keys there"),
+], ids=["dedented-args", "indented-tools"])
+def test_a_key_at_the_wrong_indentation_says_so(tmp_path: Path, text: str, expected: str) -> None:
+    """Not "did you mean `tags`?": the key is right, its indentation is not (issue 32 item 7)."""
+    assert str(load_error(tmp_path, text)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (SERVER + "  - id: a\n    input: x\n    expect: []\n  expect: []\n",
+     "bench.mcpeval.yaml:6: invalid YAML at column 3: while parsing a block collection (line 3): did not find expected "
+     "'-' indicator; the line reads `  expect: []`; check the indentation: the keys of one mapping start in the same "
+     "column, and so do the `-` of one list"),
+    (SERVER + "  - id: a\n\tinput: x\n    expect: []\n",
+     "bench.mcpeval.yaml:4: invalid YAML at column 1: while scanning a plain scalar (line 3): found a tab character "
+     "that violates indentation; the line reads `\\tinput: x`; YAML is indented with spaces, and this line (or the "
+     "one before) starts with a tab"),
+    (SERVER + "  - id: a\n    input: Note: this is it\n    expect: []\n",
+     "bench.mcpeval.yaml:4: invalid YAML at column 16: mapping values are not allowed *; the line reads `    input: "
+     "Note: this is it`; a text holding `: ` must be quoted"),
+], ids=["uneven-indent", "tab", "colon-in-value"])
+def test_a_yaml_syntax_error_gives_line_column_the_line_and_the_likely_cause(tmp_path: Path, text: str,
+                                                                            expected: str) -> None:
+    assert pytest.LineMatcher([str(load_error(tmp_path, text))]).fnmatch_lines([expected]) is None

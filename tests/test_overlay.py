@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -67,12 +68,24 @@ def test_overlay_reaches_the_model_the_report_and_the_cache_key(project: pytest.
     assert "overlay" not in json.loads((project.path / "plain.json").read_text())["run"]
 
 
+OVERLAID = ("overlay overlay.yaml (1 tool: search_issues): their descriptions are the overlay's, not the "
+            "server's")
+
+
 def test_comparison_shows_the_description_change(project: pytest.Pytester) -> None:
     assert run(project, "--mcp-save-baseline=base.json").ret == 0
-    result = run(project, "--mcp-overlay=overlay.yaml", "--mcp-compare=base.json", "--mcp-markdown=cmp.md")
+    result = run(project, "--mcp-overlay=overlay.yaml", "--mcp-compare=base.json", "--mcp-markdown=cmp.md",
+                 "--mcp-html=cmp.html")
     assert result.ret == 0
     markdown = (project.path / "cmp.md").read_text()
     assert "description of search_issues changed" in markdown and NEW in markdown
+    # every description of the run says it ran with the overlay (issue 32 item 3)
+    assert f"> {OVERLAID}" in markdown.splitlines()
+    assert OVERLAID in result.stdout.lines
+    page = (project.path / "cmp.html").read_text()
+    assert html.unescape(page.split('<p class="overlay">', 1)[1].split("</p>", 1)[0]) == OVERLAID
+    plain = run(project, "--mcp-markdown=plain.md")
+    assert "overlay" not in (project.path / "plain.md").read_text() and OVERLAID not in plain.stdout.lines
 
 
 def test_snapshot_sees_the_overlaid_catalog(project: pytest.Pytester) -> None:

@@ -31,6 +31,7 @@ from pytest_mcpeval.benchmark.schema_errors import (
     nearest_line,
     problem_at,
     validation_problems,
+    with_case_ids,
 )
 from pytest_mcpeval.benchmark.yaml_source import check_yaml_bounds, decode_yaml, parse_yaml
 from pytest_mcpeval.defaults import DEFAULT_MAX_TURNS, MAX_FILE_BYTES
@@ -241,7 +242,7 @@ def load(path: Path) -> Benchmark:
     except ValidationError as exc:
         problems += validation_problems(exc, locations, skip_duplicate_ids=bool(duplicates))
     if problems or spec is None:
-        raise BenchmarkError.of(path, problems)
+        raise BenchmarkError.of(path, with_case_ids(problems, data.get("cases")))
     bench = Benchmark(path=path, spec=spec, locations=locations)
     for i, case in enumerate(spec.cases):
         bench.case_lines[case.id] = locations.get(("cases", i), 0)

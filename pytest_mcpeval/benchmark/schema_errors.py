@@ -72,10 +72,11 @@ def validation_problems(exc: ValidationError, locations: dict[Loc, int], skip_du
         if kind == "extra_forbidden":
             name = str(error["loc"][-1])  # the key itself, even if it reads like a tag (`str`)
             parent = _clean_loc(error["loc"][:-1])
-            guess = closest(name, missing.get(parent, ())) or closest(name, keys_at(parent))
+            moved = misplaced(name, parent)
+            guess = None if moved else closest(name, missing.get(parent, ())) or closest(name, keys_at(parent))
             if guess is not None and guess in missing.get(parent, ()):
                 folded.add((*parent, guess))
-            hint = f"; did you mean `{guess}`?" if guess else ""
+            hint = f"; {moved}" if moved else f"; did you mean `{guess}`?" if guess else ""
             line = nearest_line(locations, (*parent, name))
             found.setdefault((*parent, name), Problem(line, render_loc(parent), f"unknown field `{name}`{hint}"))
             continue
@@ -145,6 +146,42 @@ def duplicate_ids(cases: Any, locations: dict[Loc, int]) -> list[Problem]:
             else:
                 first[case["id"]] = line or 0
     return problems
+
+
+def misplaced(name: str, parent: Loc) -> str | None:
+    """When ``name`` is no key of the mapping at ``parent`` but one of a mapping one level deeper or shallower:
+    the indentation is wrong (``args:`` dedented under ``- tool: copy_sheet`` lands in the case), so say that
+    rather than guess a similar name (``tags``)."""
+    for key in keys_at(parent):
+        for deeper in ((*parent, key, 0), (*parent, key)):
+            if name in keys_at(deeper):
+                item = "an item of " if deeper[-1] == 0 else ""
+                return f"`{name}` is a key of {item}`{key}`: indent it under `{key}:`" + (
+                    " (as part of its `- ...` item)" if item else "")
+    if parent:
+        up = parent[:-2] if isinstance(parent[-1], int) and len(parent) >= 2 else parent[:-1]
+        if name in keys_at(up) and name not in keys_at(parent):
+            where = render_loc(up) or "the top level"
+            return f"`{name}` is a key of {where}: indent it less, to the level of the other keys there"
+    return None
+
+
+def with_case_ids(problems: list[Problem], cases: Any) -> list[Problem]:
+    """``cases[15].expect`` -> ``cases[15] (`duplicate-sheet`).expect``: a case named by its id, as a person finds
+    it in the file (only where the id is a plain string)."""
+    if not isinstance(cases, list):
+        return problems
+    out = []
+    for problem in problems:
+        match = re.match(r"cases\[(\d+)\]", problem.where)
+        index = int(match.group(1)) if match else -1
+        case = cases[index] if 0 <= index < len(cases) else None
+        case_id = case.get("id") if isinstance(case, dict) else None
+        if match and isinstance(case_id, str) and case_id and f"(`{case_id}`)" not in problem.where:
+            where = f"{match.group(0)} (`{case_id}`){problem.where[match.end():]}"
+            problem = Problem(problem.line, where, problem.message)
+        out.append(problem)
+    return out
 
 
 def problem_at(locations: dict[Loc, int], loc: Loc, message: str) -> Problem:

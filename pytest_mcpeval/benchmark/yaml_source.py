@@ -66,7 +66,26 @@ def decode_yaml(path: Path | str, data: bytes) -> str:
                                    f"{exc.reason}); save the file as UTF-8", line) from None
 
 
-_QUOTE_HINT = ("could not find expected ':'", "mapping values are not allowed here")
+_QUOTE_HINT = ("could not find expected ':'", "mapping values are not allowed here",
+               "mapping values are not allowed in this context")
+
+
+SHOWN_LINE = 80  # characters of the offending line quoted in a syntax error
+_INDENT_PROBLEMS = ("did not find expected '-' indicator", "did not find expected key", "expected <block end>",
+                    "could not find expected ':'")
+
+
+def _hint(problem: str, shown: str, lines: list[str], at: int) -> str:
+    """The likely mistake behind a syntax error: a tab, a text holding ``: `` unquoted, or uneven indentation."""
+    near = lines[max(0, at - 1): at + 1]
+    if any("\t" in line[: len(line) - len(line.lstrip())] for line in near):
+        return "; YAML is indented with spaces, and this line (or the one before) starts with a tab"
+    if problem in _QUOTE_HINT:
+        return "; a text holding `: ` must be quoted"
+    if problem.startswith(_INDENT_PROBLEMS):
+        return ("; check the indentation: the keys of one mapping start in the same column, and so do the `-` of "
+                "one list")
+    return ""
 
 
 def yaml_error(path: Path | str, text: str, exc: yaml.YAMLError) -> BenchmarkError:
@@ -93,8 +112,16 @@ def yaml_error(path: Path | str, text: str, exc: yaml.YAMLError) -> BenchmarkErr
         if exc.context:
             start = exc.context_mark.line + 1 if exc.context_mark is not None else line
             problem = f"{exc.context}{f' (line {start})' if start != line else ''}: {problem}"
-        hint = "; a text holding `: ` must be quoted" if exc.problem in _QUOTE_HINT else ""
-        return BenchmarkError(path, f"invalid YAML: {problem}{hint}", line)
+        where, hint = "", ""
+        if mark is not None:
+            lines = text.splitlines()
+            shown = lines[mark.line] if mark.line < len(lines) else ""
+            where = f" at column {mark.column + 1}"
+            if shown.strip():
+                quoted = shown.rstrip().replace("\t", "\\t")
+                problem += f"; the line reads `{quoted[:SHOWN_LINE]}{'…' if len(quoted) > SHOWN_LINE else ''}`"
+            hint = _hint(exc.problem or "", shown, lines, mark.line)
+        return BenchmarkError(path, f"invalid YAML{where}: {problem}{hint}", line)
     return BenchmarkError(path, f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
 
 

@@ -32,6 +32,7 @@ from pytest_mcpeval.report.html_checks import checks
 from pytest_mcpeval.report.html_data import DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
 from pytest_mcpeval.report.html_model import LIST, delta, fmt, model_section, model_title
+from pytest_mcpeval.report.overlay_line import overlay_line
 from pytest_mcpeval.results import MetricChange, Report
 from pytest_mcpeval.results.registry import title as metric_title
 from pytest_mcpeval.text import plural
@@ -204,6 +205,9 @@ def render(report: Report) -> str:
            ('<a href="#catalogs">catalogs</a>' if report.get("catalogs") else ""), '<a href="#all-cases">cases</a>']
     run = report.get("run") or {}
     notes = []
+    overlaid = overlay_line(report)
+    if overlaid:
+        notes.append(f'<p class="overlay">{text(overlaid, LONG)}</p>')
     if run.get("interrupted"):
         notes.append(f'<p class="bad">The run did not finish: {text(run.get("stopped", "interrupted"), LONG)}</p>')
     for path in run.get("collect_errors") or []:

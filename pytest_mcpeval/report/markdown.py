@@ -29,10 +29,18 @@ MAX_ROWS = 20
 _LIST_LIMIT = 20
 
 
+def _overlay(report: Report) -> list[str]:
+    from pytest_mcpeval.report.overlay_line import overlay_line
+
+    overlaid = overlay_line(report)
+    return [f"> {text(overlaid, limit=MAX_SENTENCE)}", ""] if overlaid else []
+
+
 def summary(report: Report) -> str:
     """Gate verdict, a row of headline numbers per model, each model's weakest tools and its misses."""
     gate = report.get("gate") or {}
     lines = ["## pytest-mcpeval: run summary", ""]
+    lines += _overlay(report)
     failures = [*gate.get("usage_errors", []), *gate.get("failures", [])]
     if failures:
         lines.append(f"❌ **gate failed** ({plural(len(failures), 'failure')})")
@@ -168,6 +176,7 @@ def comparison_markdown(report: Report) -> str:
     changes = comparison["changes"]
     changed = comparison.get("changed_tools") or {}
     lines = ["## pytest-mcpeval: comparison with the baseline", ""]
+    lines += _overlay(report)
     failures = [_sentence(c) for c in changes if c["drop"]]  # the section's drops, escaped
     if failures:
         lines.append(f"❌ **{len(failures)} significant drop{'s' if len(failures) != 1 else ''}** "

@@ -108,7 +108,12 @@ def lint_lines(report: Report, top: int = 10) -> Iterator[str]:
 
 
 def summary_lines(report: Report, verbose: int = 0) -> Iterator[str]:
-    """The run's summary: each catalog, each model, then the misses and the errors."""
+    """The run's summary: the overlay it ran with, each catalog, each model, then the misses and the errors."""
+    from pytest_mcpeval.report.overlay_line import overlay_line
+
+    overlaid = overlay_line(report)
+    if overlaid:
+        yield overlaid
     yield from catalog_lines(report)
     for name, m in report["models"].items():
         yield from model_lines(name, m, verbose)
