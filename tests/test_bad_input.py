@@ -32,28 +32,29 @@ def collect_error(pytester: pytest.Pytester, server: ScriptedModelServer, text: 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: [unclosed\n",
-         "bench.mcpeval.yaml:5: invalid YAML: *"),
+        ("server: {tools_file: tools.json}\ncases:\n  - id: a\n    input: [unclosed\n",  # line 5 before: one too far
+         "bench.mcpeval.yaml:4: invalid YAML at column 12: *the line reads `    input: [[]unclosed`"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE + "    exepct: []\n",
-         "bench.mcpeval.yaml:6: cases[[]0[]]: unknown field `exepct`; did you mean `expect`?"),
+         "bench.mcpeval.yaml:6: cases[[]0[]] (`one`): unknown field `exepct`; did you mean `expect`?"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE + GOOD_CASE,
-         "bench.mcpeval.yaml:7: cases[[]1[]].id: duplicate case id `one` (first at line 3)"),
+         "bench.mcpeval.yaml:7: cases[[]1[]] (`one`).id: duplicate case id `one` (first at line 3)"),
         ("server: {tools_file: tools.json, url: http://x}\ncases:" + GOOD_CASE,
          "bench.mcpeval.yaml:1: server: give exactly one of tools_file, command, url, python (found: tools_file, url)"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE.replace("list_issues", "list_issue"),
          "bench.mcpeval.yaml:5: cases[[]0[]] (`one`): expected tool `list_issue` is not published by the server;"
          " did you mean `list_issues`?"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE.replace("repo: docs", "repo: {regx: d.*}"),
-         "bench.mcpeval.yaml:5: cases[[]0[]].expect[[]0[]].args.repo: unknown matcher `regx`; did you mean `regex`?*"),
+         "bench.mcpeval.yaml:5: cases[[]0[]] (`one`).expect[[]0[]].args.repo: unknown matcher `regx`; "
+         "did you mean `regex`?*"),
         ("server: {tools_file: tools.json}\ncases:" + GOOD_CASE.replace("repo: docs", "repo: {regex: '('}"),
-         "bench.mcpeval.yaml:5: cases[[]0[]].expect[[]0[]].args.repo.regex: invalid regular expression*"),
+         "bench.mcpeval.yaml:5: cases[[]0[]] (`one`).expect[[]0[]].args.repo.regex: invalid regular expression*"),
         ("server: {tools_file: missing.json}\ncases:" + GOOD_CASE,
          "bench.mcpeval.yaml:1: server.tools_file: tools_file */missing.json does not exist"),
         ("server: {tools_file: ../elsewhere/missing.json}\ncases:" + GOOD_CASE,  # the path it leads to is said
          "bench.mcpeval.yaml:1: server.tools_file: tools_file */../elsewhere/missing.json (that is */elsewhere/"
          "missing.json) does not exist"),
         ("server: {tools_file: tools.json}\ncases:\n  - id: a b\n    input: x\n    expect: []\n",
-         "bench.mcpeval.yaml:3: cases[[]0[]].id: String should match pattern*"),
+         "bench.mcpeval.yaml:3: cases[[]0[]] (`a b`).id: String should match pattern*"),
         ("server: {tools_file: tools.json}\nserver: {url: http://x}\ncases:" + GOOD_CASE,
          "bench.mcpeval.yaml:2: duplicate key `server` (first at line 1)"),
         ("server: {tools_file: tools.json}\ncases: []\n",
@@ -95,11 +96,11 @@ SERVER = "server: {tools_file: tools.json}\ncases:\n"
     ("case", "expected"),
     [
         ("  - id: one\n    imput: hi\n    expect: []\n",
-         "bench.mcpeval.yaml:4: cases[0]: unknown field `imput`; did you mean `input`?"),
+         "bench.mcpeval.yaml:4: cases[0] (`one`): unknown field `imput`; did you mean `input`?"),
         ("  - id: one\n    input: hi\n    exepct: []\n",
-         "bench.mcpeval.yaml:5: cases[0]: unknown field `exepct`; did you mean `expect`?"),
+         "bench.mcpeval.yaml:5: cases[0] (`one`): unknown field `exepct`; did you mean `expect`?"),
         ("  - id: one\n    input: hi\n    expect: [{tol: x}]\n",
-         "bench.mcpeval.yaml:5: cases[0].expect[0]: unknown field `tol`; did you mean `tool`?"),
+         "bench.mcpeval.yaml:5: cases[0] (`one`).expect[0]: unknown field `tol`; did you mean `tool`?"),
         ("  - ide: one\n    input: hi\n    expect: []\n",
          "bench.mcpeval.yaml:3: cases[0]: unknown field `ide`; did you mean `id`?"),
     ],
@@ -115,15 +116,16 @@ def test_a_typo_in_a_required_key_is_said_once(tmp_path: Path, case: str, expect
     ("text", "expected"),
     [
         (SERVER + "  - id: one\n    input: hi\n    expect: []\n    tol: 3\n",
-         "bench.mcpeval.yaml:6: cases[0]: unknown field `tol`; did you mean `tools`?"),  # `tool`: not a case's key
+         # `tool`: not a case's key
+         "bench.mcpeval.yaml:6: cases[0] (`one`): unknown field `tol`; did you mean `tools`?"),
         (SERVER + "  - id: one\n    input: hi\n    expect: []\n    comand: [x]\n",
-         "bench.mcpeval.yaml:6: cases[0]: unknown field `comand`"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`): unknown field `comand`"),
         ("server: {comand: [x]}\ncases:\n  - {id: one, input: hi, expect: []}\n",
          "bench.mcpeval.yaml:1: server: unknown field `comand`; did you mean `command`?"),
         ("server: {tools_file: tools.json}\nmodel: [x]\ncases:\n  - {id: one, input: hi, expect: []}\n",
          "bench.mcpeval.yaml:2: unknown field `model`; did you mean `models`?"),
         (SERVER + "  - id: one\n    input: [{rol: user, content: hi}]\n    expect: []\n",
-         "bench.mcpeval.yaml:4: cases[0].input[0]: unknown field `rol`; did you mean `role`?"),
+         "bench.mcpeval.yaml:4: cases[0] (`one`).input[0]: unknown field `rol`; did you mean `role`?"),
     ],
     ids=["tol-in-case", "server-key-in-case", "server-key-in-server", "top-level", "message-key"],
 )
@@ -159,12 +161,13 @@ def test_every_problem_of_a_file_at_once(tmp_path: Path) -> None:
     )
     error = load_error(tmp_path, text)
     assert str(error).splitlines() == [
-        "bench.mcpeval.yaml:5: cases[0].expect[0].args.repo: unknown matcher `regx`; did you mean `regex`?"
+        "bench.mcpeval.yaml:5: cases[0] (`one`).expect[0].args.repo: unknown matcher `regx`; did you mean `regex`?"
         " (to expect a literal object with this key, write {equals: {...}})",
-        "bench.mcpeval.yaml:9: cases[1].tags: tag 'not ok' must be a Python identifier (it becomes a pytest marker)",
-        "bench.mcpeval.yaml:10: cases[2].id: duplicate case id `one` (first at line 3)",
+        "bench.mcpeval.yaml:9: cases[1] (`two`).tags: tag 'not ok' must be a Python identifier (it becomes a pytest "
+        "marker)",
+        "bench.mcpeval.yaml:10: cases[2] (`one`).id: duplicate case id `one` (first at line 3)",
     ]
-    assert (error.line, error.where) == (5, "cases[0].expect[0].args.repo")  # the first problem
+    assert (error.line, error.where) == (5, "cases[0] (`one`).expect[0].args.repo")  # the first problem
     assert error.message.startswith("unknown matcher `regx`")
     error.path = "elsewhere/bench.mcpeval.yaml"
     assert all(line.startswith("elsewhere/bench.mcpeval.yaml:") for line in str(error).splitlines())
@@ -173,8 +176,8 @@ def test_every_problem_of_a_file_at_once(tmp_path: Path) -> None:
 def test_duplicate_keys_do_not_hide_other_problems(tmp_path: Path) -> None:
     text = SERVER + "  - id: one\n    input: hi\n    input: ho\n    expect: [{tool: a, extar_args: allow}]\n"
     assert str(load_error(tmp_path, text)).splitlines() == [
-        "bench.mcpeval.yaml:5: cases[0]: duplicate key `input` (first at line 4)",
-        "bench.mcpeval.yaml:6: cases[0].expect[0]: unknown field `extar_args`; did you mean `extra_args`?",
+        "bench.mcpeval.yaml:5: cases[0] (`one`): duplicate key `input` (first at line 4)",
+        "bench.mcpeval.yaml:6: cases[0] (`one`).expect[0]: unknown field `extar_args`; did you mean `extra_args`?",
     ]
 
 
@@ -185,7 +188,8 @@ def test_more_problems_than_the_cap_are_counted(tmp_path: Path) -> None:
     lines = str(error).splitlines()
     assert len(error.problems) == n
     assert lines[:MAX_SHOWN] == [
-        f"bench.mcpeval.yaml:{3 + i}: cases[{i}]: unknown field `skp`; did you mean `skip`?" for i in range(MAX_SHOWN)
+        f"bench.mcpeval.yaml:{3 + i}: cases[{i}] (`c{i}`): unknown field `skp`; did you mean `skip`?"
+        for i in range(MAX_SHOWN)
     ]
     assert lines[MAX_SHOWN:] == ["... and 3 more problems in this file"]
 
@@ -204,8 +208,8 @@ def test_all_problems_reach_the_user(pytester: pytest.Pytester) -> None:
     assert "Traceback" not in out and "required" not in out
     result.stdout.fnmatch_lines([
         "*ERROR collecting bench.mcpeval.yaml*",
-        "bench.mcpeval.yaml:4: cases[[]0[]]: unknown field `imput`; did you mean `input`?",
-        "bench.mcpeval.yaml:8: cases[[]1[]].expect[[]0[]]: unknown field `tol`; did you mean `tool`?",
+        "bench.mcpeval.yaml:4: cases[[]0[]] (`one`): unknown field `imput`; did you mean `input`?",
+        "bench.mcpeval.yaml:8: cases[[]1[]] (`two`).expect[[]0[]]: unknown field `tol`; did you mean `tool`?",
         "*1 error*",
     ])
     assert result.ret == pytest.ExitCode.INTERRUPTED
@@ -321,8 +325,8 @@ def test_a_subcommand_says_its_own_usage_error(argv: list[str], status: int, exp
 
 @pytest.mark.parametrize(("text", "expected"), [
     (SERVER + "  - id: duplicate-sheet\n    input: hi\n    expect:\n      - tool: list_issues\n    args: {repo: x}\n",
-     "bench.mcpeval.yaml:7: cases[0] (`duplicate-sheet`): unknown field `args`; `args` is a key of an item of `expect`: "
-     "indent it under `expect:` (as part of its `- ...` item)"),
+     "bench.mcpeval.yaml:7: cases[0] (`duplicate-sheet`): unknown field `args`; `args` is a key of an item of "
+     "`expect`: indent it under `expect:` (as part of its `- ...` item)"),
     (SERVER + "  - id: one\n    input: hi\n    expect:\n      - tool: list_issues\n        tools: [list_issues]\n",
      "bench.mcpeval.yaml:7: cases[0] (`one`).expect[0]: unknown field `tools`; `tools` is a key of cases[0]: indent "
      "it less, to the level of the other keys there"),

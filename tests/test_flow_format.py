@@ -196,98 +196,110 @@ def refer(tool: str = "search_issues", path: str = "items.0.number", extra: str 
     ("text", "expected"),
     [
         (HEAD + CASE + "    order: inorder\n    expect: []\n",
-         "bench.mcpeval.yaml:5: cases[0].order: unknown order mode `inorder`; did you mean `in_order`? "
+         "bench.mcpeval.yaml:5: cases[0] (`one`).order: unknown order mode `inorder`; did you mean `in_order`? "
          "(one of strict, in_order, unordered, subset, superset)"),
         (HEAD + CASE + "    execute: lives\n    expect: []\n",
-         "bench.mcpeval.yaml:5: cases[0].execute: unknown value `lives`; did you mean `live`? (one of mock, live)"),
+         "bench.mcpeval.yaml:5: cases[0] (`one`).execute: unknown value `lives`; did you mean `live`? (one of "
+         "mock, live)"),
         (HEAD + CASE + FLOW + "    expect:\n" + SEARCH + refer("search_issue"),
-         "bench.mcpeval.yaml:8: cases[0].expect[1].args.issue_number.from_result: `from_result` refers to "
+         "bench.mcpeval.yaml:8: cases[0] (`one`).expect[1].args.issue_number.from_result: `from_result` refers to "
          "`search_issue`, which no expected call before this one uses; did you mean `search_issues`? "
          "(a reference takes its value from an earlier call)"),
         (HEAD + CASE + FLOW + "    expect:\n" + refer() + SEARCH,
-         "bench.mcpeval.yaml:7: cases[0].expect[0].args.issue_number.from_result: `from_result` refers to "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).expect[0].args.issue_number.from_result: `from_result` refers to "
          "`search_issues`, which no expected call before this one uses (a reference takes its value from an "
          "earlier call: list that call first)"),
         (HEAD + CASE + FLOW + "    expect:\n" + refer("get_me"),
-         "bench.mcpeval.yaml:7: cases[0].expect[0].args.issue_number.from_result: `from_result` refers to "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).expect[0].args.issue_number.from_result: `from_result` refers to "
          "`get_me`, which no expected call before this one uses (this is the first expected call: a reference "
          "needs an earlier one)"),
         (HEAD + CASE + FLOW + "    expect:\n" + SEARCH + refer(extra=", offset: 1"),
-         "bench.mcpeval.yaml:8: cases[0].expect[1].args.issue_number.from_result: `offset: 1` refers to result 2 "
+         "bench.mcpeval.yaml:8: cases[0] (`one`).expect[1].args.issue_number.from_result: `offset: 1` refers "
+         "to result 2 "
          "of `search_issues`, but `expect` lists 1 call of it before this one (offset 0 is the first)"),
         (HEAD + CASE + FLOW + "    expect:\n" + SEARCH + refer(path="items..number"),
-         "bench.mcpeval.yaml:8: cases[0].expect[1].args.issue_number.from_result.path: `path` 'items..number' "
+         "bench.mcpeval.yaml:8: cases[0] (`one`).expect[1].args.issue_number.from_result.path: `path` 'items..number' "
          "has an empty segment (write keys and list indices separated by single dots, such as `items.0.number`)"),
         (HEAD + CASE + "    expect:\n" + SEARCH + refer(),
-         "bench.mcpeval.yaml:7: cases[0].expect[1].args.issue_number.from_result: `from_result` needs a flow: "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).expect[1].args.issue_number.from_result: `from_result` needs a flow: "
          "a single-call case has no earlier results (a case is a flow when it has `order`, `mocks`, `forbid`, "
          "`claims`, `max_turns` or `execute: live`)"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read:\n        - when: {issue_number: {regx: '4.'}}\n"
          "          result: {text: x}\n",
-         "bench.mcpeval.yaml:8: cases[0].mocks.issue_read[0].when.issue_number: unknown matcher `regx`; "
+         "bench.mcpeval.yaml:8: cases[0] (`one`).mocks.issue_read[0].when.issue_number: unknown matcher `regx`; "
          "did you mean `regex`? (to expect a literal object with this key, write {equals: {...}})"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read:\n        - when: {n: {regex: '('}}\n"
          "          result: {text: x}\n",
-         "bench.mcpeval.yaml:8: cases[0].mocks.issue_read[0].when.n.regex: invalid regular expression: "
+         "bench.mcpeval.yaml:8: cases[0] (`one`).mocks.issue_read[0].when.n.regex: invalid regular expression: "
          "missing ), unterminated subpattern at position 0"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read:\n"
          "        - when: {n: {from_result: {tool: search_issues, path: a}}}\n          result: {text: x}\n",
-         "bench.mcpeval.yaml:8: cases[0].mocks.issue_read[0].when.n.from_result: `from_result` does not go in "
+         "bench.mcpeval.yaml:8: cases[0] (`one`).mocks.issue_read[0].when.n.from_result: `from_result` does not go in "
          "`when`: a mock's answers are fixed, so write the value itself"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read:\n        - result: {text: default}\n"
          "        - {when: {n: 1}, result: {text: one}}\n",
-         "bench.mcpeval.yaml:9: cases[0].mocks.issue_read[1]: this mock is never used: the mock at line 8 has no "
+         "bench.mcpeval.yaml:9: cases[0] (`one`).mocks.issue_read[1]: this mock is never used: the mock at "
+         "line 8 has no "
          "`when` and answers every call of `issue_read` first (put it last)"),
         (HEAD + CASE + "    expect: []\n    claims: ['']\n",
-         "bench.mcpeval.yaml:6: cases[0].claims[0].claim: a claim needs a text: one fact the final answer must state"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).claims[0].claim: a claim needs a text: one fact the final "
+         "answer must state"),
         (HEAD + CASE + "    expect: []\n    claims: ['   ']\n",
-         "bench.mcpeval.yaml:6: cases[0].claims[0].claim: a claim needs a text: one fact the final answer must state"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).claims[0].claim: a claim needs a text: one fact the final "
+         "answer must state"),
         (HEAD + CASE + "    expect: []\n    claims:\n      - {claim: '', check: {contains: x}}\n",
-         "bench.mcpeval.yaml:7: cases[0].claims[0].claim: a claim needs a text: one fact the final answer must state"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims[0].claim: a claim needs a text: one fact the final "
+         "answer must state"),
         (HEAD + CASE + "    expect: []\n    claims: [null]\n",
-         "bench.mcpeval.yaml:6: cases[0].claims[0]: a claim is a string, or a mapping {claim, check}; not null"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).claims[0]: a claim is a string, or a mapping {claim, check}; "
+         "not null"),
         (HEAD + CASE + "    expect: []\n    claims:\n      - {claim: x, check: {}}\n",
-         "bench.mcpeval.yaml:7: cases[0].claims[0].check: give exactly one of contains, regex, any_of (found: none)"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims[0].check: give exactly one of contains, regex, any_of "
+         "(found: none)"),
         (HEAD + CASE + "    expect: []\n    max_turns: 0\n",
-         "bench.mcpeval.yaml:6: cases[0].max_turns: Input should be greater than or equal to 1"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).max_turns: Input should be greater than or equal to 1"),
         (HEAD.replace("cases:", "max_turns: 0\ncases:") + "  - {id: one, input: hi, expect: []}\n",
          "bench.mcpeval.yaml:2: max_turns: Input should be greater than or equal to 1"),
         (HEAD + CASE + "    expect: []\n    max_turns: true\n",
-         "bench.mcpeval.yaml:6: cases[0].max_turns: expected a number, not true/false"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).max_turns: expected a number, not true/false"),
         (HEAD + CASE + "    expect: []\n    claims: [x]\n    claims_threshold: 1.5\n",
-         "bench.mcpeval.yaml:7: cases[0].claims_threshold: Input should be less than or equal to 1"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims_threshold: Input should be less than or equal to 1"),
         (HEAD.replace("cases:", "claims_threshold: 1.5\ncases:") + "  - {id: one, input: hi, expect: []}\n",
          "bench.mcpeval.yaml:2: claims_threshold: Input should be less than or equal to 1"),
         (HEAD + CASE + "    expect: []\n    forbid: [x]\n    claims_threshold: 0.5\n",
-         "bench.mcpeval.yaml:7: cases[0].claims_threshold: `claims_threshold` applies to claims, and this case "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims_threshold: `claims_threshold` applies to claims, and this case "
          "has none"),
         (HEAD + CASE + "    expect: []\n    execute: live\n",
-         "bench.mcpeval.yaml:6: cases[0].execute: `execute: live` needs a server to call, and this file's server "
+         "bench.mcpeval.yaml:6: cases[0] (`one`).execute: `execute: live` needs a server to call, and this "
+         "file's server "
          "is a `tools_file` (a static tool list): answer the calls with `mocks`, or name a server with `command`, "
          "`url` or `python`"),
         (HEAD + CASE + "    expect: [{tool: delete_repository}]\n    forbid: [get_me, delete_repository]\n",
-         "bench.mcpeval.yaml:6: cases[0].forbid[1]: `delete_repository` is both forbidden and expected "
+         "bench.mcpeval.yaml:6: cases[0] (`one`).forbid[1]: `delete_repository` is both forbidden and expected "
          "(listed in `expect`)"),
         (HEAD + CASE + "    expect: []\n    mocks: [issue_read]\n",
-         "bench.mcpeval.yaml:6: cases[0].mocks: expected a mapping of tool names to lists of mocks, not a list"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).mocks: expected a mapping of tool names to lists of mocks, "
+         "not a list"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: {result: {text: x}}\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read: expected a list of mocks (each {when, result}), "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read: expected a list of mocks (each {when, result}), "
          "not a mapping"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: []\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read: List should have at least 1 item after validation, "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read: List should have at least 1 item after validation, "
          "not 0"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: [{result: found}]\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read[0].result: expected a mapping (keys: text, structured, "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read[0].result: expected a mapping (keys: text, "
+         "structured, "
          "error), not a string"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: [{result: {}}]\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read[0].result: give exactly one of text, structured, error "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read[0].result: give exactly one of text, "
+         "structured, error "
          "(found: none)"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: [{when: [42], result: {text: x}}]\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read[0].when: expected a mapping, not a list"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read[0].when: expected a mapping, not a list"),
         (HEAD + CASE + "    expect: []\n    forbid: delete_repository\n",
-         "bench.mcpeval.yaml:6: cases[0].forbid: expected a list, not a string"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).forbid: expected a list, not a string"),
         (HEAD + CASE + "    expect: []\n    claims: Issue 42 was opened by alice.\n",
-         "bench.mcpeval.yaml:6: cases[0].claims: expected a list, not a string"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`).claims: expected a list, not a string"),
     ],
     ids=["order-mode", "execute", "reference-typo", "reference-to-later", "reference-in-first-call",
          "reference-offset", "reference-path", "reference-not-a-flow", "when-matcher", "when-regex",
@@ -307,20 +319,20 @@ def test_flow_mistakes(tmp_path: Path, text: str, expected: str) -> None:
     ("text", "expected"),
     [
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: [{wen: {n: 1}, result: {text: x}}]\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read[0]: unknown field `wen`; did you mean `when`?"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read[0]: unknown field `wen`; did you mean `when`?"),
         (HEAD + CASE + "    expect: []\n    mocks:\n      issue_read: [{result: {structred: {n: 1}}}]\n",
-         "bench.mcpeval.yaml:7: cases[0].mocks.issue_read[0].result: unknown field `structred`; "
+         "bench.mcpeval.yaml:7: cases[0] (`one`).mocks.issue_read[0].result: unknown field `structred`; "
          "did you mean `structured`?"),
         (HEAD + CASE + "    expect: []\n    claims:\n      - {claim: x, chek: {contains: a}}\n",
-         "bench.mcpeval.yaml:7: cases[0].claims[0]: unknown field `chek`; did you mean `check`?"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims[0]: unknown field `chek`; did you mean `check`?"),
         (HEAD + CASE + "    expect: []\n    claims:\n      - {claim: x, check: {contain: a}}\n",
-         "bench.mcpeval.yaml:7: cases[0].claims[0].check: unknown field `contain`; did you mean `contains`?"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims[0].check: unknown field `contain`; did you mean `contains`?"),
         (HEAD + CASE + "    expect: []\n    claims:\n      - {clam: x}\n",
-         "bench.mcpeval.yaml:7: cases[0].claims[0]: unknown field `clam`; did you mean `claim`?"),
+         "bench.mcpeval.yaml:7: cases[0] (`one`).claims[0]: unknown field `clam`; did you mean `claim`?"),
         (HEAD + CASE + "    expect: []\n    mock: {}\n",
-         "bench.mcpeval.yaml:6: cases[0]: unknown field `mock`; did you mean `mocks`?"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`): unknown field `mock`; did you mean `mocks`?"),
         (HEAD + CASE + "    expect: []\n    max_turn: 3\n",
-         "bench.mcpeval.yaml:6: cases[0]: unknown field `max_turn`; did you mean `max_turns`?"),
+         "bench.mcpeval.yaml:6: cases[0] (`one`): unknown field `max_turn`; did you mean `max_turns`?"),
     ],
     ids=["wen", "structred", "chek", "contain", "clam", "mock", "max_turn"],
 )
@@ -343,11 +355,11 @@ def test_every_flow_problem_of_a_file_at_once(tmp_path: Path) -> None:
     )
     error = load_error(tmp_path, text)
     assert [(p.line, p.where) for p in error.problems] == [
-        (5, "cases[0].order"),
-        (8, "cases[0].expect[1].args.issue_number.from_result"),
-        (10, "cases[0].mocks.issue_read[0].when.n"),
-        (11, "cases[0].claims[0].claim"),
-        (12, "cases[0].max_turns"),
+        (5, "cases[0] (`one`).order"),
+        (8, "cases[0] (`one`).expect[1].args.issue_number.from_result"),
+        (10, "cases[0] (`one`).mocks.issue_read[0].when.n"),
+        (11, "cases[0] (`one`).claims[0].claim"),
+        (12, "cases[0] (`one`).max_turns"),
     ]
 
 
@@ -491,9 +503,9 @@ def test_keys_at_flow_places() -> None:
 def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path: Path) -> None:
     text = HEAD + "  - id: one\n    input: [{role: usr, content: hi}]\n    expect: [{tool: x, extra_args: alow}]\n"
     assert str(load_error(tmp_path, text)).splitlines() == [
-        "bench.mcpeval.yaml:4: cases[0].input[0].role: unknown value `usr`; did you mean `user`? "
+        "bench.mcpeval.yaml:4: cases[0] (`one`).input[0].role: unknown value `usr`; did you mean `user`? "
         "(one of system, user, assistant)",
-        "bench.mcpeval.yaml:5: cases[0].expect[0].extra_args: unknown value `alow`; did you mean `allow`? "
+        "bench.mcpeval.yaml:5: cases[0] (`one`).expect[0].extra_args: unknown value `alow`; did you mean `allow`? "
         "(one of forbid, allow)",
     ]
 

@@ -160,8 +160,9 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--candidates", "bad.yaml"], "tool `serch` is not in the catalog; did you mean `search`?"),
-    (["--candidates", "broken.yaml"], "--candidates=broken.yaml:6: invalid YAML: while scanning a simple key (line "
-                                      "5): could not find expected ':'; a text holding `: ` must be quoted"),
+    (["--candidates", "broken.yaml"], "--candidates=broken.yaml:5: invalid YAML at column 5: while scanning a simple "
+                                      "key: could not find expected ':'; the line reads `    by words`; a text "
+                                      "holding `: ` must be quoted"),
     (["--candidates", "mapping.yaml"], "candidates.search: expected a list of non-empty descriptions (a description "
                                        "holding `: ` must be quoted)"),  # valid YAML, but a mapping, not a text
     (["--candidates", "candidates.yaml", "--holdout", "1.5"], "--holdout=1.5: the held-out share must be strictly"),

@@ -77,7 +77,7 @@ _INDENT_PROBLEMS = ("did not find expected '-' indicator", "did not find expecte
 
 def _hint(problem: str, shown: str, lines: list[str], at: int) -> str:
     """The likely mistake behind a syntax error: a tab, a text holding ``: `` unquoted, or uneven indentation."""
-    near = lines[max(0, at - 1): at + 1]
+    near = lines[max(0, at - 1): at + 2]
     if any("\t" in line[: len(line) - len(line.lstrip())] for line in near):
         return "; YAML is indented with spaces, and this line (or the one before) starts with a tab"
     if problem in _QUOTE_HINT:
@@ -107,6 +107,11 @@ def yaml_error(path: Path | str, text: str, exc: yaml.YAMLError) -> BenchmarkErr
                               text.count("\n", 0, index) + 1)
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
+        context = exc.context_mark
+        if mark is not None and context is not None and mark.column == 0 and context.line < mark.line \
+                and not "".join(text.splitlines()[mark.line:mark.line + 1]).strip():
+            mark = context  # the scanner stopped at the start of a later line: the construct it could not end is where
+            # the mistake is (one line too far, as reported before)
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or str(exc).splitlines()[0]
         if exc.context:
@@ -117,7 +122,7 @@ def yaml_error(path: Path | str, text: str, exc: yaml.YAMLError) -> BenchmarkErr
             lines = text.splitlines()
             shown = lines[mark.line] if mark.line < len(lines) else ""
             where = f" at column {mark.column + 1}"
-            if shown.strip():
+            if shown.strip() and mark.column < SHOWN_LINE:  # the line as far as it is quoted holds the problem
                 quoted = shown.rstrip().replace("\t", "\\t")
                 problem += f"; the line reads `{quoted[:SHOWN_LINE]}{'…' if len(quoted) > SHOWN_LINE else ''}`"
             hint = _hint(exc.problem or "", shown, lines, mark.line)

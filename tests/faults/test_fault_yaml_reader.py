@@ -106,5 +106,5 @@ def test_overlays_and_candidates_files_take_the_same_path(tmp_path: Path) -> Non
     assert load_bounded_yaml("x.yaml", b'a: "\\x00\\x1b\\u009b"\n') == {"a": "\0\x1b\x9b"}
     with pytest.raises(BenchmarkError) as error:
         load_bounded_yaml("x.yaml", "a: [b\n")
-    assert str(error.value) == ("x.yaml:2: invalid YAML: while parsing a flow sequence (line 1): did not find "
-                                "expected ',' or ']'")
+    assert str(error.value) == ("x.yaml:1: invalid YAML at column 4: while parsing a flow sequence: did not find "
+                                "expected ',' or ']'; the line reads `a: [b`")
