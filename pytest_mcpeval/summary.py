@@ -97,6 +97,12 @@ def _report_lines(session: EvalSession, report: Report, tr: _Printable) -> None:
                       f"{plural(len(comparison['flipped']), 'case')} flipped, "
                       f"{len(comparison['only_in_baseline'])} only in the baseline, "
                       f"{len(comparison['only_in_current'])} only in this run")
+        moved = comparison.get("moved") or []
+        if moved:
+            from pytest_mcpeval.report.moved import by_tool
+
+            shifts = ", ".join(f"{tool} +{len(gained)} -{len(lost)}" for tool, gained, lost in by_tool(moved)[:8])
+            tr.write_line(f"calls that moved ({plural(len(moved), 'case')}, passed or missed): {shifts}")
         for sentence in comparison["drops"]:
             tr.write_line(f"  drop: {sentence}", yellow=True)
         for sentence in comparison["improvements"]:

@@ -193,3 +193,37 @@ def test_catalog_tokens_are_reported_and_gated(pytester: pytest.Pytester, model_
     assert info["tokens"] > 10000 and len(info["tools"]) == 117
     assert report["cases"][0]["catalog"] in report["catalogs"]
     assert len(info["tools"]["get_me"]["hash"]) == 16
+
+
+def test_every_call_that_moved_is_listed_by_tool_not_only_the_flips(pytester: pytest.Pytester,
+                                                                     model_server: ScriptedModelServer) -> None:
+    """A rewrite of search_issues fixes one case and pulls two other requests to search_issues, misses before and
+    after: "Flipped cases" lists one; the calls that moved list all three, by the tool that gained or lost them
+    (issue 32 item 4)."""
+    cases = {"find-dark-mode": ("find issues about dark mode", "search_issues"),
+             "open-in-r1": ("show the open issues of repo r1", "list_issues"),
+             "closed-in-r2": ("show the closed issues of repo r2", "list_issues")}
+    text = "server: {tools_file: tools.json}\ncases:\n" + "".join(
+        f"  - id: {cid}\n    input: {words}\n    expect: [{{tool: {tool}}}]\n" for cid, (words, tool) in cases.items())
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": text}, tools=TOOLS)
+    model_server.call("find issues about dark mode", "list_issues", repo="x")  # a miss
+    model_server.call("show the open issues of repo r1", "list_issues", repo="r1")  # passed
+    model_server.script("show the closed issues of repo r2", {"content": "Which repository?"})  # a miss: no call
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0  # misses gate nothing
+    for words, _ in cases.values():
+        model_server.call(words, "search_issues", query=words)
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-record=off", "--mcp-markdown=pr.md",
+                 "--mcp-html=pr.html", "--mcp-report=report.json")
+    result.stdout.fnmatch_lines([
+        "compared with *base.json: 2 cases flipped, 0 only in the baseline, 0 only in this run",
+        "calls that moved (3 cases, passed or missed): search_issues +3 -0, list_issues +0 -2, (none) +0 -1",
+    ])
+    moved = read_report(pytester)["comparison"]["moved"]
+    assert sorted(m["case"].split("::")[1].split("[")[0] for m in moved) == sorted(cases)
+    markdown = (pytester.path / "pr.md").read_text()
+    assert "### Calls that moved (3 cases, passed or missed)" in markdown
+    line = next(x for x in markdown.splitlines() if x.startswith("- `search_issues` gained 3: "))
+    assert all(cid in line for cid in cases) and "from `(none)`" in line
+    assert "- `list_issues` lost 2: " in markdown
+    page = (pytester.path / "pr.html").read_text()
+    assert "<h3>Calls that moved (3 cases, passed or missed)</h3>" in page

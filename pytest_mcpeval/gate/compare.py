@@ -80,6 +80,7 @@ class Comparison:
     level: float = DEFAULT_DROP_LEVEL
     kind_changed: list[str] = field(default_factory=list)  # keys of a flow in one run, a single call in the other
     correction: str = "none"  # or "holm": the p-values of each model's changes adjusted (see holm)
+    moved: list[Flipped] = field(default_factory=list)  # single calls whose called tool changed, flipped or not
 
     def failures(self) -> list[str]:
         return [sentence(c) for c in self.changes if c["drop"]]
@@ -157,6 +158,8 @@ def compare(
             pairs.setdefault(k[2], []).append((b, a))
 
     flipped = [_flip(b, a) for model_pairs in pairs.values() for b, a in model_pairs if _outcome(b) != _outcome(a)]
+    moved = [_flip(b, a) for model_pairs in pairs.values() for b, a in model_pairs
+             if not is_flow(b) and b.get("called_label") != a.get("called_label")]
 
     order = [*(current_report.get("models") or {}), *(baseline.get("models") or {})]
     models = [m for m in dict.fromkeys(order) if m in pairs] + sorted(set(pairs) - set(order))
@@ -178,7 +181,7 @@ def compare(
             holm(own, level, margin)
         changes += own
     return Comparison(changes, only_before, only_after, flipped, excluded,
-                      {m: len(pairs[m]) for m in models}, margin, level, kind_changed, correction)
+                      {m: len(pairs[m]) for m in models}, margin, level, kind_changed, correction, moved)
 
 
 def nothing_compared(comparison: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
@@ -212,6 +215,7 @@ def comparison_section(comparison: Comparison, baseline: Mapping[str, Any], curr
         "drops": comparison.failures(),
         "improvements": [sentence(c) for c in comparison.improvements()],
         "flipped": comparison.flipped,
+        "moved": comparison.moved,
         "only_in_baseline": comparison.only_in_baseline,
         "only_in_current": comparison.only_in_current,
         "paired": dict(comparison.paired),

@@ -33,7 +33,7 @@ from pytest_mcpeval.report.html_data import DiffLine, line_diff
 from pytest_mcpeval.report.html_escape import LONG, attr, num, pct, script_json, text
 from pytest_mcpeval.report.html_model import LIST, delta, fmt, model_section, model_title
 from pytest_mcpeval.report.overlay_line import overlay_line
-from pytest_mcpeval.results import MetricChange, Report
+from pytest_mcpeval.results import Flipped, MetricChange, Report
 from pytest_mcpeval.results.registry import title as metric_title
 from pytest_mcpeval.text import plural
 
@@ -60,6 +60,26 @@ def _gate(report: Report) -> str:
     if shown:
         return f'<div class="gate pass"><b>Gate passed</b>: {", ".join(shown)}</div>'
     return '<div class="gate pass"><b>Gate passed</b>: no thresholds were set, nothing gated this run.</div>'
+
+
+def _moved(moved: list[Flipped]) -> str:
+    """Every call that moved, by the tool that gained or lost it: a flip or not (report/moved.py)."""
+    from pytest_mcpeval.report.moved import by_tool
+
+    if not moved:
+        return ""
+
+    def cases(moves: list[Flipped], key: str) -> str:
+        items = "".join(f"<li>{text(m['case'], 400)} <span class=muted>({'from' if key == 'called_before' else 'to'} "
+                        f"{text(m.get(key) or '(none)')}, expected {text(m.get('expected_label') or '(none)')})"
+                        "</span></li>" for m in moves[:LIST])
+        more = f"<li>… and {len(moves) - LIST} more</li>" if len(moves) > LIST else ""
+        return f"<details><summary>{len(moves)}</summary><ul>{items}{more}</ul></details>" if moves else "0"
+
+    rows = "".join(f"<tr><td>{text(tool)}<td>{cases(gained, 'called_before')}<td>{cases(lost, 'called_after')}</tr>"
+                   for tool, gained, lost in by_tool(moved))
+    return (f"<h3>Calls that moved ({plural(len(moved), 'case')}, passed or missed)</h3><table><thead><tr><th>tool"
+            f"<th>gained<th>lost</tr></thead><tbody>{rows}</tbody></table>")
 
 
 def _comparison(report: Report) -> str:
@@ -94,6 +114,7 @@ def _comparison(report: Report) -> str:
         more = f"<p class=muted>… and {len(flipped) - LIST} more</p>" if len(flipped) > LIST else ""
         out.append(f"<h3>Flipped cases ({len(flipped)})</h3><table><thead><tr><th>case<th>expected<th>before"
                    f"<th>after</tr></thead><tbody>{items}</tbody></table>{more}")
+    out.append(_moved(comparison.get("moved") or []))
     for title, keys in (("Only in the baseline", comparison["only_in_baseline"]),
                         ("Only in this run", comparison["only_in_current"])):
         if keys:

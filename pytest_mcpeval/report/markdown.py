@@ -18,7 +18,7 @@ from pytest_mcpeval.report import case_notes
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
 from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
 from pytest_mcpeval.report.usage import cost_text
-from pytest_mcpeval.results import ComparisonSection, MetricChange, ModelMetrics, Report, ToolChange
+from pytest_mcpeval.results import ComparisonSection, Flipped, MetricChange, ModelMetrics, Report, ToolChange
 from pytest_mcpeval.results.registry import HEADLINE, METRICS
 from pytest_mcpeval.results.registry import title as metric_title
 from pytest_mcpeval.text import plural
@@ -26,6 +26,7 @@ from pytest_mcpeval.text import plural
 __all__ = ["code", "comparison_markdown", "summary"]
 
 MAX_ROWS = 20
+MOVED_SHOWN = 5  # cases named per tool and direction among the calls that moved
 _LIST_LIMIT = 20
 
 
@@ -220,6 +221,27 @@ def _changed_tools(changed: Mapping[str, ToolChange]) -> list[str]:
     return lines
 
 
+def _moved(comparison: ComparisonSection) -> list[str]:
+    """Every call that moved, by the tool that gained or lost it (a flip or not)."""
+    from pytest_mcpeval.report.moved import by_tool
+
+    moved = comparison.get("moved") or []
+    if not moved:
+        return []
+
+    def cases(moves: list[Flipped], other: str) -> str:
+        shown = [f"{code(m['case'])} ({other} {code(m.get('called_before' if other == 'from' else 'called_after'))}, "
+                 f"expected {code(m.get('expected_label'))})" for m in moves[:MOVED_SHOWN]]
+        return ", ".join(shown) + (f", … and {len(moves) - MOVED_SHOWN} more" if len(moves) > MOVED_SHOWN else "")
+
+    lines = ["", f"### Calls that moved ({len(moved)} case{'s' if len(moved) != 1 else ''}, passed or missed)", ""]
+    for tool, gained, lost in by_tool(moved)[:_LIST_LIMIT]:
+        parts = ([f"gained {len(gained)}: {cases(gained, 'from')}"] if gained else []) + (
+            [f"lost {len(lost)}: {cases(lost, 'to')}"] if lost else [])
+        lines.append(f"- {code(tool)} " + "; ".join(parts))
+    return lines
+
+
 def _flipped_and_left_out(comparison: ComparisonSection) -> list[str]:
     lines: list[str] = []
     flipped = comparison["flipped"]
@@ -234,6 +256,7 @@ def _flipped_and_left_out(comparison: ComparisonSection) -> list[str]:
                          f"| {mark[f['after']]} {code(f['called_after'], table=True)} |")
         if len(flipped) > len(shown):
             lines.append(f"\n… and {len(flipped) - len(shown)} more")
+    lines += _moved(comparison)
     for title, keys in (("Only in the baseline", comparison["only_in_baseline"]),
                         ("Only in this run", comparison["only_in_current"]),
                         ("Left out (error on either side)", comparison.get("excluded") or [])):

@@ -183,6 +183,9 @@ class ComparisonSection(TypedDict):
     kind_changed: NotRequired[list[str]]  # a flow in one run, a single call in the other: compared in neither
     changed_tools: NotRequired[dict[str, ToolChange]]  # tool definitions changed since the baseline
     baseline_tools: NotRequired[dict[str, dict[str, float | None]]]  # model -> the baseline's F1 per tool
+    # every paired single call whose called tool changed, passed or missed on either side (a rewrite that pulls
+    # requests to its tool shows here even where both runs missed them); the renderings group it by tool
+    moved: NotRequired[list[Flipped]]
 
 
 # -------------------------------------------------------------------------------------------- the report
