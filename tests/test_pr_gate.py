@@ -227,3 +227,35 @@ def test_every_call_that_moved_is_listed_by_tool_not_only_the_flips(pytester: py
     assert "- `list_issues` lost 2: " in markdown
     page = (pytester.path / "pr.html").read_text()
     assert "<h3>Calls that moved (3 cases, passed or missed)</h3>" in page
+
+
+def test_unchanged_tools_fold_and_tools_without_cases_go(pytester: pytest.Pytester,
+                                                         model_server: ScriptedModelServer) -> None:
+    """No rows of +0.000 and p = 1.0000: a tool whose F1 did not move is named on one folded line (Markdown) or in
+    a closed <details> (HTML); a tool no case expects and none called has no row and no heatmap line (issue 32
+    item 5)."""
+    tools = [*TOOLS, {"name": "get_me", "description": "Who am I.", "inputSchema": {"type": "object"}},
+             {"name": "delete_all", "description": "Delete everything.", "inputSchema": {"type": "object"}}]
+    text = ("server: {tools_file: tools.json}\ncases:\n"
+            "  - {id: s, input: find dark mode, expect: [{tool: search_issues}]}\n"
+            "  - {id: l, input: show open issues of r1, expect: [{tool: list_issues}]}\n"
+            "  - {id: m, input: who am i, expect: [{tool: get_me}]}\n")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": text}, tools=tools)
+    model_server.call("find dark mode", "search_issues", query="dark mode")
+    model_server.call("show open issues of r1", "list_issues", repo="r1")
+    model_server.call("who am i", "get_me")
+    assert run(pytester, "--mcp-models=fake", "--mcp-save-baseline=base.json").ret == 0
+    model_server.call("show open issues of r1", "search_issues", query="r1")
+    assert run(pytester, "--mcp-models=fake", "--mcp-compare=base.json", "--mcp-record=off", "--mcp-markdown=pr.md",
+               "--mcp-html=pr.html").ret == 0
+    markdown = (pytester.path / "pr.md").read_text()
+    assert "| `search_issues` |" in markdown and "| `list_issues` |" in markdown  # both moved: rows
+    assert "| `get_me` |" not in markdown and "Tool F1 unchanged for 1 tool: `get_me`" in markdown
+    page = (pytester.path / "pr.html").read_text()
+    model = page.split("<h3>Per tool (single calls)</h3>", 1)[1].split("</details>", 1)[0]
+    main, folded = model.split("<details class=unchanged>", 1)
+    assert "<td>list_issues" in main and "<td>get_me" not in main
+    assert "1 tool with F1 unchanged since the baseline" in folded and "<td>get_me" in folded
+    assert "delete_all" not in model  # no case, no call: no row
+    heat = page.split("Confusion matrix", 1)[1].split("</table>", 1)[0]
+    assert "delete_all" not in heat and "get_me" in heat

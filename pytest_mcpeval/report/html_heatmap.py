@@ -33,8 +33,9 @@ def _shown(confusion: Confusion) -> list[int]:
     """The labels (indices) the matrix shows, in :func:`label_order`."""
     n = len(confusion["labels"])
     cells = confusion["off_diagonal"]
-    if n <= MATRIX:
-        return label_order(n, cells)
+    if n <= MATRIX:  # but the labels of an empty row and column: a tool no case expects and none called
+        used = {k for i, j, _ in cells for k in (i, j)} | {i for i, d in enumerate(confusion["diagonal"]) if d}
+        return [i for i in label_order(n, cells) if i in used]
     total = [0] * n
     for i, j, count in cells:
         total[i] += count
@@ -51,7 +52,8 @@ def _table(labels: Sequence[str], order: Sequence[int], confusion: Confusion) ->
     top_off = max(off.values(), default=0)
     head = "".join(f'<th class="c" title="{attr(labels[j])}">{text(labels[j], 40)}' for j in order)
     rows = []
-    for i in order:
+    expected = {i for i, _, _ in confusion["off_diagonal"]} | {i for i, d in enumerate(diagonal) if d}
+    for i in (i for i in order if i in expected):  # a tool no case expects has an empty row: its column is enough
         cells = []
         for j in order:
             count = diagonal[i] if i == j else off.get((i, j), 0)
@@ -86,7 +88,11 @@ def heatmap(confusion: Confusion) -> str:
         return ""
     order = _shown(confusion)
     if n <= MATRIX:
-        return _table(labels, order, confusion)
+        rows = {i for i, _, _ in confusion["off_diagonal"]} | {i for i, d in enumerate(confusion["diagonal"]) if d}
+        unexpected = [labels[i] for i in order if i not in rows]
+        note = (f"<p class=muted>No row for {plural(len(unexpected), 'tool')} no case expects (called only: "
+                f"{text(', '.join(unexpected), 400)}); their calls are in the columns.</p>") if unexpected else ""
+        return note + _table(labels, order, confusion)
     involved = {k for i, j, _ in confusion["off_diagonal"] for k in (i, j)}
     if not involved:
         return (f"<p class=muted>None of the {n:,} tools was confused with another: every row holds only its "

@@ -112,14 +112,18 @@ def _tools(model: str, metrics: ModelMetrics, changes: Mapping[tuple[str, str], 
     tools = metrics.get("tools") or {}
     if not tools:
         return ""
-    rows = []
-    ordered = sorted(tools.items(), key=lambda kv: (kv[1]["f1"] is None, kv[1]["f1"] or 0.0, kv[0]))
+    rows: list[str] = []
+    still: list[str] = []
+    idle = sorted(t for t, m in tools.items() if not m["support"] and not m["predicted"])  # no case, no call: no row
+    ordered = sorted(((t, m) for t, m in tools.items() if t not in idle),
+                     key=lambda kv: (kv[1]["f1"] is None, kv[1]["f1"] or 0.0, kv[0]))
     for tool, m in ordered:
         change = changes.get((model, f"f1[{tool}]"))
+        into = still if change is not None and change["diff"] == 0 and tool not in changed else rows
         before = change["before"] if change else baseline_f1.get(tool)
         edited = ' <span class="badge" title="definition changed since the baseline">edited</span>' \
             if tool in changed else ""
-        rows.append(
+        into.append(
             f"<tr><td>{text(tool)}{edited}"
             f'<td class=s data-v="{sort_value(m["precision"])}">{bar(m["precision"])}{num(m["precision"])}'
             f'<td class=s data-v="{sort_value(m["recall"])}">{bar(m["recall"])}{num(m["recall"])}'
@@ -128,9 +132,14 @@ def _tools(model: str, metrics: ModelMetrics, changes: Mapping[tuple[str, str], 
             f'<td data-v="{sort_value(change["diff"] if change else None)}">{delta(change)}</tr>')
     note = (" The black mark on an F1 bar is the baseline's F1 (on the paired cases where compared)."
             if changes or baseline_f1 else "")
+    if idle:
+        note += f" {plural(len(idle), 'tool')} no case expects and the model never called: no row."
+    head = ("<table class=sortable><thead><tr><th>tool<th>precision<th>recall<th>F1<th>support<th>predicted"
+            "<th>F1 change</tr></thead><tbody>")
+    folded = (f"<details class=unchanged><summary>{plural(len(still), 'tool')} with F1 unchanged since the "
+              f"baseline</summary>{head}{''.join(still)}</tbody></table></details>") if still else ""
     return ("<h3>Per tool (single calls)</h3><p class=muted>Weakest F1 first; click a column to sort." + note
-            + "</p><table class=sortable><thead><tr><th>tool<th>precision<th>recall<th>F1<th>support<th>predicted"
-            f"<th>F1 change</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            + f"</p>{head}{''.join(rows)}</tbody></table>{folded}")
 
 
 def _arguments(metrics: ModelMetrics, cases: Sequence[CaseResult]) -> str:

@@ -195,11 +195,19 @@ def comparison_markdown(report: Report) -> str:
             lines += [header.format("metric"), rule]
             lines += [_row(c["metric"], c) for c in headline]
         tools = [c for c in own if c["metric"].startswith("f1[")]
-        if tools:
+        # a tool whose F1 did not move (and whose definition did not change) is one name in a folded line, not a
+        # row of +0.000 and p = 1.0000
+        moved = [c for c in tools if c["diff"] != 0 or c["metric"][3:-1] in changed]
+        still = [c["metric"][3:-1] for c in tools if c not in moved]
+        if moved:
             lines += ["", f"**Tool F1** ({text(model)})", "", header.format("tool"), rule]
-            for c in tools:
+            for c in moved:
                 tool = c["metric"][3:-1]
                 lines.append(_row(f"{'✏️ ' if tool in changed else ''}{code(tool, table=True)}", c))
+        if still:
+            names = ", ".join(code(t) for t in still[:MAX_ROWS]) + (
+                f", … and {len(still) - MAX_ROWS} more" if len(still) > MAX_ROWS else "")
+            lines += ["", f"Tool F1 unchanged for {len(still)} tool{'s' if len(still) != 1 else ''}: {names}"]
     lines += _changed_tools(changed)
     lines += _flipped_and_left_out(comparison)
     return "\n".join(lines).rstrip() + "\n"
