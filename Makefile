@@ -68,7 +68,7 @@ servers: $(SERVERS_PY) $(SERVERS_NODE)
 test: $(DEV) servers
 	$(BIN)/python -m ruff check pytest_mcpeval tests examples
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -n 2 -q tests
+	$(BIN)/python -m pytest -n 2 -q --durations=15 tests
 
 lint: $(DEV)
 	$(BIN)/python -m ruff check pytest_mcpeval tests examples

@@ -66,6 +66,36 @@ _pytester_module.SysModulesSnapshot.restore = _restore_tolerating_imports(  # ty
     _pytester_module.SysModulesSnapshot.restore)
 
 
+# The slowest tests (measured with --durations), started first, slowest first: under -n 2 the last tests to
+# start are then short ones, and no long test runs alone at the end of the suite.  Node id prefixes; every other
+# test keeps its place after them.  (The plugin's own xdist scheduler hands out items in collection order.)
+SLOW_FIRST = (
+    "tests/test_chat_model.py::test_the_real_model_end_to_end",
+    "tests/test_tune.py::test_the_demo_keeps_one_rewrite",
+    "tests/test_local_model.py::test_local_minilm_choices_are_pinned",
+    "tests/test_speed_and_cache.py::test_litellm_set_up_in_a_conftest_keeps_auto_calls_in_the_pytest_process",
+    "tests/faults/test_fault_workers.py::test_a_killed_worker_costs_its_item_and_stalls_nobody",
+    "tests/test_xdist.py::test_a_chosen_dist_mode_is_kept",
+    "tests/test_flow_examples.py::test_the_example_flows_score_as_designed",
+    "tests/test_servers.py::test_stdio_command",
+    "tests/test_flow_engine.py::test_xdist_gives_the_same_report",
+    "tests/test_local_model.py::test_recall_gate_and_floor",
+    "tests/test_wheel.py::",
+    "tests/test_html_browser.py::",
+    "tests/test_tune.py::test_proposer_sees_train_misses_only",
+    "tests/test_tune.py::test_every_reason_and_an_acceptance",
+)
+
+
+def _slowness(item: pytest.Item) -> int:
+    return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+
+@pytest.hookimpl(trylast=True)  # after any shuffling (pytest-randomly), so the slow ones still come first
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_slowness)  # a stable sort: the order of the rest is kept
+
+
 @pytest.fixture(autouse=True)
 def _calls_ended() -> Iterator[None]:
     """After each test (and after its servers stopped): wait for the model calls it abandoned to end.  An attempt

@@ -66,9 +66,18 @@ def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pyt
     return pytester
 
 
-def test_pass_miss_and_report(project: pytest.Pytester, model_server: ScriptedModelServer,
-                              xdist_args: list[str]) -> None:
-    result = run(project, "--mcp-models=fake", "--mcp-report=report.json", "-v", *xdist_args)
+HOOKS = (
+    "import json\n"
+    "def pytest_mcpeval_case_result(item, result):\n"
+    "    result['node'] = item.nodeid\n"
+    "def pytest_mcpeval_report(config, report):\n"
+    "    (config.rootpath / 'headline.json').write_text(json.dumps(\n"
+    "        {m: v['accuracy'] for m, v in report['models'].items()}))\n"
+)
+
+
+def check_pass_miss_and_report(project: pytest.Pytester, model_server: ScriptedModelServer, result: pytest.RunResult,
+                               xdist_args: list[str]) -> dict[str, Any]:
     # under xdist items finish in any order: check each status line on its own
     result.stdout.fnmatch_lines([status("count-april-issues[fake]", "PASSED", xdist_args)])
     result.stdout.fnmatch_lines([status("search-login[fake]", "MISS", xdist_args)])
@@ -112,13 +121,28 @@ def test_pass_miss_and_report(project: pytest.Pytester, model_server: ScriptedMo
         assert request["temperature"] == 0
     # the report says what was sent: defaults the model accepts, no secret
     assert report["run"]["models"]["fake"]["params_sent"] == {"api_base": model_server.api_base, "temperature": 0}
+    return report
 
 
-def test_report_is_identical_with_and_without_xdist(project: pytest.Pytester) -> None:
+def check_hooks(project: pytest.Pytester) -> None:
+    """The hooks of HOOKS extended each case's result and saw the whole report."""
+    nodes = sorted(c["node"] for c in read_report(project)["cases"])
+    assert nodes[0] == "evals/issues.mcpeval.yaml::count-april-issues[fake]"
+    assert json.loads((project.path / "headline.json").read_text()) == {"fake": 0.75}
+
+
+def test_pass_miss_report_and_hooks_identical_with_and_without_xdist(project: pytest.Pytester,
+                                                                     model_server: ScriptedModelServer) -> None:
+    """One run without xdist and one with ``-n 2`` (each making its calls: --mcp-record=off), each checked on its
+    own (statuses, summary, report, requests, the hooks' effects), then the two reports compared: identical."""
+    (project.path / "conftest.py").write_text(HOOKS)
     reports = []
-    for args in ([], ["-n", "2"]):
-        assert run(project, "--mcp-models=fake", "--mcp-report=report.json", "--mcp-record=off", *args).ret == 0
-        report = read_report(project)
+    for xdist_args in ([], ["-n", "2"]):
+        model_server.requests.clear()
+        (project.path / "headline.json").unlink(missing_ok=True)
+        result = run(project, "--mcp-models=fake", "--mcp-report=report.json", "--mcp-record=off", "-v", *xdist_args)
+        report = check_pass_miss_and_report(project, model_server, result, xdist_args)
+        check_hooks(project)
         for case in report["cases"]:
             case.pop("latency_s", None)
         for model in report["models"].values():
@@ -291,18 +315,3 @@ def test_report_schema_doc_is_current() -> None:
 
     path = Path(__file__).parents[1] / "docs" / "report.schema.json"
     assert json.loads(path.read_text()) == report_schema(), "run `make schema` to refresh docs/report.schema.json"
-
-
-def test_hooks_extend_results_and_see_the_report(project: pytest.Pytester, xdist_args: list[str]) -> None:
-    (project.path / "conftest.py").write_text(
-        "import json\n"
-        "def pytest_mcpeval_case_result(item, result):\n"
-        "    result['node'] = item.nodeid\n"
-        "def pytest_mcpeval_report(config, report):\n"
-        "    (config.rootpath / 'headline.json').write_text(json.dumps(\n"
-        "        {m: v['accuracy'] for m, v in report['models'].items()}))\n"
-    )
-    assert run(project, "--mcp-models=fake", "--mcp-report=report.json", *xdist_args).ret == 0
-    nodes = sorted(c["node"] for c in read_report(project)["cases"])
-    assert nodes[0] == "evals/issues.mcpeval.yaml::count-april-issues[fake]"
-    assert json.loads((project.path / "headline.json").read_text()) == {"fake": 0.75}

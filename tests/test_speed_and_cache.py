@@ -25,25 +25,23 @@ def cache_files(pytester: pytest.Pytester) -> list[Path]:
     return sorted((pytester.path / ".mcpeval" / "cache").rglob("*.json"))  # the entries (not the .tokens files)
 
 
-def test_calls_run_concurrently(project: pytest.Pytester, model_server: ScriptedModelServer,
-                                xdist_args: list[str]) -> None:
-    model_server.latency = 0.3
-    result = run(project, "--mcp-models=fake", "--mcp-concurrency=8", "--mcp-record=off", *xdist_args)
-    result.stdout.fnmatch_lines([f"*{N} passed*"])
-    assert len(model_server.requests) == N  # every call made once, also across xdist workers
-    assert model_server.max_in_flight >= 4  # sequential would be 1; 8 allowed in all
-
-
 def test_concurrency_is_bounded(project: pytest.Pytester, model_server: ScriptedModelServer) -> None:
     model_server.latency = 0.2
     assert run(project, "--mcp-models=fake", "--mcp-concurrency=3", "--mcp-record=off").ret == 0
     assert 1 < model_server.max_in_flight <= 3
 
 
-def test_replay_makes_no_calls_and_costs_nothing(project: pytest.Pytester, model_server: ScriptedModelServer,
-                                                 xdist_args: list[str]) -> None:
-    assert run(project, "--mcp-models=fake", *xdist_args).ret == 0
-    assert len(model_server.requests) == N and len(cache_files(project)) == N
+def test_calls_run_concurrently_and_a_replay_makes_none(project: pytest.Pytester, model_server: ScriptedModelServer,
+                                                        xdist_args: list[str]) -> None:
+    """The recording run's calls are made concurrently (and once each, also across xdist workers); the replay
+    that follows makes none and costs nothing."""
+    model_server.latency = 0.3
+    result = run(project, "--mcp-models=fake", "--mcp-concurrency=8", *xdist_args)
+    result.stdout.fnmatch_lines([f"*{N} passed*"])
+    assert len(model_server.requests) == N  # every call made once, also across xdist workers
+    assert model_server.max_in_flight >= 4  # sequential would be 1; 8 allowed in all
+    assert len(cache_files(project)) == N
+    model_server.latency = 0.0
     result = run(project, "--mcp-models=fake", "--mcp-report=report.json", *xdist_args)
     result.stdout.fnmatch_lines([f"*{N} passed*"])
     assert len(model_server.requests) == N  # nothing new

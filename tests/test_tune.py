@@ -1,22 +1,32 @@
 """python -m pytest_mcpeval tune: the split, the statistics, and the loop end to end on a description-sensitive
-scripted model (each evaluation is a pytest subprocess, as the command runs it)."""
+scripted model.
+
+The command runs each evaluation as a pytest subprocess; here the loop's evaluations run in the test's process
+(pytester, through the evaluator's ``runner`` seam: a process start and litellm's import less per evaluation, and
+the demo's embedding model loaded once), and one run, the proposer test's rerun, is end to end as the command
+runs it."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import run
 
 from pytest_mcpeval.__main__ import build_parser
+from pytest_mcpeval.models.local import BUNDLED, Retriever
 from pytest_mcpeval.testing import ScriptedModelServer
-from pytest_mcpeval.tune import TuneError
+from pytest_mcpeval.tune import TuneError, command
 from pytest_mcpeval.tune.candidates import Candidate, parse_proposals, quoted_case
-from pytest_mcpeval.tune.evaluate import Evaluation, Outcome
+from pytest_mcpeval.tune.evaluate import Evaluation, Evaluator, Outcome, Runner
 from pytest_mcpeval.tune.loop import Settings, Tuner
 from pytest_mcpeval.tune.split import split_cases
 from pytest_mcpeval.tune.stats import accuracy, holm, tool_f1
@@ -77,8 +87,21 @@ def keyword_model() -> Any:
         yield server
 
 
+def in_process(pytester: pytest.Pytester) -> Runner:
+    """The evaluator's runner: each evaluation in this process (pytester, in pytester.path)."""
+
+    def runner(arguments: list[str]) -> subprocess.CompletedProcess[str]:
+        result = run(pytester, *arguments)
+        return subprocess.CompletedProcess(arguments, int(result.ret), "\n".join(result.outlines),
+                                           "\n".join(result.errlines))
+
+    return runner
+
+
 @pytest.fixture
-def project(tmp_path: Path, keyword_model: KeywordModel, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(pytester: pytest.Pytester, keyword_model: KeywordModel, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(command, "Evaluator", functools.partial(Evaluator, runner=in_process(pytester)))
+    tmp_path = pytester.path
     params = json.dumps({"api_base": keyword_model.api_base, "api_key": "none", "num_retries": 0})
     ini = f"[pytest]\nmcp_model_aliases = kw = openai/kw\nmcp_model_params = kw = {params}\n"
     (tmp_path / "pytest.ini").write_text(ini)
@@ -86,7 +109,6 @@ def project(tmp_path: Path, keyword_model: KeywordModel, monkeypatch: pytest.Mon
     (tmp_path / "tools.json").write_text(json.dumps([dict(tool, inputSchema=schema) for tool in TOOLS]))
     (tmp_path / "bench.mcpeval.yaml").write_text(bench())
     (tmp_path / "candidates.yaml").write_text(json.dumps({"version": 1, "candidates": CANDIDATES}))
-    monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
@@ -134,7 +156,8 @@ def test_every_reason_and_an_acceptance(project: Path, keyword_model: KeywordMod
     assert data["cost"]["calls"] < data["cost"]["evaluations"] * 100  # candidates re-run only what they can affect
 
 
-def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordModel) -> None:
+def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordModel,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     keyword_model.proposals = {"search": ["Search things. kilo"]}
     params = json.dumps({"api_base": keyword_model.api_base, "api_key": "none", "num_retries": 0})
     assert tune("bench.mcpeval.yaml", "--model", "kw", "--proposer", "openai/proposer", "--proposer-params", params,
@@ -148,7 +171,9 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
     shown = {line.split("'")[1].split()[-1] for line in prompt.splitlines() if line.startswith("- 'kilo")}
     assert shown and not any(f"kilo-{n}" in held for n in shown)  # every kilo case shown is a train case
     assert "kilo request number" in prompt and "Current description: Search things." in prompt
-    # a rerun replays everything: the evaluations from the response cache, the proposer from its own cache
+    # a rerun replays everything: the evaluations from the response cache, the proposer from its own cache; it runs
+    # end to end as the command does, each evaluation a pytest subprocess (the one test here that does)
+    monkeypatch.setattr(command, "Evaluator", Evaluator)
     requests = len(keyword_model.requests)
     assert tune("bench.mcpeval.yaml", "--model", "kw", "--proposer", "openai/proposer", "--proposer-params", params,
                 "--tools", "search", "--out", "out") == 0
@@ -311,16 +336,32 @@ def test_token_growth_is_the_sum_of_the_accepted_changes() -> None:
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """The embedding model on one thread: under the suite's -n 2 each worker has a core, and torch's two threads
+    per worker wait on each other (the demo took three times as long)."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pytester: pytest.Pytester,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       one_torch_thread: None) -> None:
     """`make tune-demo` as docs/tuning.md reports it: local/minilm (descriptions change its embeddings) on the GitHub
     catalog's examples, with examples/tune/candidates.yaml: the list_issues rewrite that names the tool's filters is
     kept on held-out evidence, the other one loses on train, the search_issues one has too few changed cases."""
     pytest.importorskip("sentence_transformers")
+    # the model loaded before the in-process evaluations: what its load imports outlives each run (pytester drops
+    # the modules a run imported, and torch's cannot be imported twice); each evaluation reuses it
+    Retriever.get(BUNDLED)
+    monkeypatch.setattr(command, "Evaluator", functools.partial(Evaluator, runner=in_process(pytester)))
+    tmp_path = pytester.path
     for name in ("github", "tune"):
         shutil.copytree(EXAMPLES / name, tmp_path / name)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    monkeypatch.chdir(tmp_path)
     assert tune("github", "tune", "--model", "local/minilm", "--candidates", "tune/candidates.yaml",
                 "--out", "out") == 0
     data = json.loads((tmp_path / "out" / "tune.json").read_text())

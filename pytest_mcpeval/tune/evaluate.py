@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,11 +83,25 @@ def catalog_facts(report: Mapping[str, Any]) -> tuple[dict[str, int], list[tuple
     return sizes, catalogs, descriptions
 
 
+Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]  # pytest's arguments -> its exit status, output
+
+
+def pytest_in_a_subprocess(arguments: list[str]) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest ARGUMENTS`` in a fresh process: what every evaluation of the command runs."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run([sys.executable, "-m", "pytest", *arguments], capture_output=True, text=True, env=env,
+                          check=False)
+
+
 class Evaluator:
-    """Runs the evaluations of one tune command and counts what they cost."""
+    """Runs the evaluations of one tune command and counts what they cost.
+
+    ``runner`` runs pytest with the arguments of one evaluation; the command's is :func:`pytest_in_a_subprocess`.
+    Another is a seam for tests (tests/test_tune.py runs the loop's evaluations in the test's process)."""
 
     def __init__(self, paths: Sequence[str], model: str, pytest_args: Sequence[str], work: Path,
-                 max_cost: float | None = None) -> None:
+                 max_cost: float | None = None, runner: Runner = pytest_in_a_subprocess) -> None:
+        self.runner = runner
         self.paths = list(paths)
         self.model = model
         self.pytest_args = list(pytest_args)
@@ -115,13 +129,12 @@ class Evaluator:
         print(f"tune: evaluation {self.evaluations:,}{of}: {name} ({what}{left})", file=sys.stderr, flush=True)
 
     def _command(self, *extra: str) -> list[str]:
-        return [sys.executable, "-m", "pytest", *self.paths, f"--mcp-models={self.model}", "-p", _SELECT,
+        return [*self.paths, f"--mcp-models={self.model}", "-p", _SELECT,
                 "-p", "no:cacheprovider", "-q", *extra, *self.pytest_args]
 
     def _pytest(self, command: list[str], what: str) -> subprocess.CompletedProcess[str]:
         started = time.perf_counter()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        done = self.runner(command)
         self.seconds += time.perf_counter() - started
         if done.returncode == 2 and "KeyboardInterrupt" in done.stdout + done.stderr:
             raise KeyboardInterrupt  # the evaluation was interrupted (Ctrl-C reaches the whole process group)
