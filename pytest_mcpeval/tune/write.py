@@ -20,10 +20,20 @@ from pytest_mcpeval.tune.loop import Trial
 VERSION = 1
 
 
+def _lines(description: str) -> list[str]:
+    """A description's own lines, each longer than 90 characters wrapped at spaces only: never re-flowed into its
+    neighbours, never cut inside a word or at a hyphen (``read-only`` stays whole)."""
+    out: list[str] = []
+    for line in description.splitlines() or [""]:
+        out += textwrap.wrap(line, 90, break_on_hyphens=False, break_long_words=False,
+                             drop_whitespace=True) or [""]
+    return out
+
+
 def description_diff(before: str, after: str) -> list[str]:
-    """A unified diff of two descriptions, wrapped at 90 characters (no header)."""
-    old = textwrap.wrap(before, 90) or [""]
-    new = textwrap.wrap(after, 90) or [""]
+    """A unified diff of two descriptions, line by line as written, long lines wrapped (no header)."""
+    old = _lines(before)
+    new = _lines(after)
     return [line for line in difflib.unified_diff(old, new, lineterm="", n=20)][2:]
 
 

@@ -215,3 +215,17 @@ def test_a_proposer_that_never_answers_is_bounded_by_its_own_timeout(
            "retry)" in err
     assert err[-1] == ("python -m pytest_mcpeval tune: --proposer=openai/fake-proposer: model openai/fake-proposer "
                        "(openai/fake-proposer) after 2 attempts: Timeout: no answer within 1 s (--proposer-timeout)")
+
+
+def test_tune_md_keeps_a_descriptions_lines_and_its_hyphenated_words() -> None:
+    """tune.md re-wrapped a description and broke `side-effect-free` at its hyphens (issue 32 item 9)."""
+    from pytest_mcpeval.tune.write import description_diff
+
+    before = ("List the issues of a repository, open or closed, filtered by labels and a since date; read-only and "
+              "side-effect-free, ordered by created.\nSecond line.")
+    diff = description_diff(before, before.replace("created", "updated"))
+    assert diff == ["@@ -1,3 +1,3 @@",
+                    " List the issues of a repository, open or closed, filtered by labels and a since date;",
+                    "-read-only and side-effect-free, ordered by created.",
+                    "+read-only and side-effect-free, ordered by updated.",
+                    " Second line."]
