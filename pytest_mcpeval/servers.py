@@ -56,6 +56,7 @@ from pytest_mcpeval.transports import (
     ServerError,
     Target,
     import_target,
+    not_found_hint,
     open_transport,
     target_of_object,
     transport_of,
@@ -343,33 +344,12 @@ async def _hold(
             raise TimeoutError(f"no answer within {timeout:g} s")
     except BaseException as exc:
         try:
-            _report(exc, opened, label, log, timeout, phase, stdio, timed_out, watch, _resolved_from(target, exc))
+            _report(exc, opened, label, log, timeout, phase, stdio, timed_out, watch, not_found_hint(target, exc))
         finally:
             if not opened.done():  # writing the log failed: the caller must still hear of it
                 opened.set_exception(ServerError(f"could not connect to the server ({label}): {one_line(exc)}"))
         if not isinstance(exc, Exception):
             raise
-
-
-def _resolved_from(target: Target, exc: BaseException) -> str:
-    """Where a relative command that was not found was looked for (the benchmark file's directory, or ``cwd``)."""
-    from pytest_mcpeval.transports import Stdio
-
-    if not isinstance(target, Stdio) or not target.command or target.cwd is None:
-        return ""
-    program = target.command[0]
-    if os.path.isabs(program) or os.sep not in program:  # absolute, or looked up on PATH
-        return ""
-    found: list[BaseException] = [exc]
-    while found:
-        one = found.pop()
-        if isinstance(one, FileNotFoundError):
-            where = os.path.normpath(os.path.join(target.cwd, program))
-            return f"; {program} was resolved from {target.cwd} (the file's directory, or its `cwd`) to {where}"
-        found.extend(getattr(one, "exceptions", ()))
-        if one.__cause__ is not None:
-            found.append(one.__cause__)
-    return ""
 
 
 def _report(exc: BaseException, opened: concurrent.futures.Future[tuple[Any, list[Any], float]], label: str,

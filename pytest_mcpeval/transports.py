@@ -246,3 +246,22 @@ def target_of_object(obj: Any) -> Target:
 async def open_transport(target: Target, stack: AsyncExitStack, log: Path) -> Any:
     """What ``mcp.Client`` is given for ``target``, opened inside ``stack``."""
     return await transport_of(target).open(target, stack, log)
+
+
+def not_found_hint(target: Any, exc: BaseException) -> str:
+    """Where a relative command that was not found was looked for (the benchmark file's directory, or ``cwd``)."""
+    if not isinstance(target, Stdio) or not target.command or target.cwd is None:
+        return ""
+    program = target.command[0]
+    if os.path.isabs(program) or os.sep not in program:  # absolute, or looked up on PATH
+        return ""
+    found: list[BaseException] = [exc]
+    while found:
+        one = found.pop()
+        if isinstance(one, FileNotFoundError):
+            where = os.path.normpath(os.path.join(target.cwd, program))
+            return f"; {program} was resolved from {target.cwd} (the file's directory, or its `cwd`) to {where}"
+        found.extend(getattr(one, "exceptions", ()))
+        if one.__cause__ is not None:
+            found.append(one.__cause__)
+    return ""

@@ -19,25 +19,10 @@ from pathlib import Path
 
 import pytest
 from conftest import make_project, run
+from test_preflight import COUNTING_SERVER  # a stdio server that counts its starts in starts.txt
 
 from pytest_mcpeval.testing import ScriptedModelServer
 
-COUNTING_SERVER = '''
-from mcp.server import MCPServer
-
-with open("starts.txt", "a") as f:
-    f.write("start\\n")
-server = MCPServer("counting", log_level="WARNING")
-
-
-@server.tool(description="Who am I")
-def get_me() -> str:
-    return "me"
-
-
-if __name__ == "__main__":
-    server.run()
-'''
 HANG = "import time\ntime.sleep(120)\n"
 CASES = "cases:\n  - id: q0\n    input: who am i\n    expect: [{tool: get_me}]\n"
 OVERLAY = "version: 1\ntools:\n  get_me: {description: 'The signed-in user.'}\n"
