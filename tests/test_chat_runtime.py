@@ -182,7 +182,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     route = route_of(served_target("local/gguf:x.gguf"))
     try:
         weights_mod.runtime_library(route)
-    except LlamaError as exc:
+    except LlamaError as exc:  # make test installs [chat], so CI runs these; a bare `pip install -e .` cannot
         pytest.skip(f"the llama.cpp runtime is not installed ({exc})")
     return tmp_path / "chat"
 

@@ -23,9 +23,9 @@ import importlib.util
 import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_mcpeval.catalog import Catalog
 
@@ -94,10 +94,14 @@ def encoding() -> tiktoken.Encoding:
         return _encoding
 
 
+def _text(entry: Mapping[str, Any]) -> str:
+    """What is counted of a tool: the JSON of its OpenAI ``tools`` entry, keys sorted."""
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False)
+
+
 def _texts(catalog: Catalog) -> dict[str, str]:
-    """What is counted of each tool (MCP name -> the JSON of its OpenAI ``tools`` entry, keys sorted)."""
-    return {catalog.mcp_name(tool["function"]["name"]): json.dumps(tool, sort_keys=True, ensure_ascii=False)
-            for tool in catalog.openai_tools}
+    """What is counted of each tool, by MCP name."""
+    return {catalog.mcp_name(tool["function"]["name"]): _text(tool) for tool in catalog.openai_tools}
 
 
 def count(catalog: Catalog) -> dict[str, int]:
@@ -108,6 +112,21 @@ def count(catalog: Catalog) -> dict[str, int]:
 
 _known: dict[str, int] = {}  # the SHA-1 of a tool's counted text -> its tokens, in this process
 _stored: dict[Path, set[str]] = {}  # per store read: the hashes it holds
+
+
+def entries_tokens(entries: Iterable[Mapping[str, Any]]) -> int:
+    """The tokens of OpenAI ``tools`` entries as a request sends them (a local model's, its patterns rewritten),
+    summed; each entry is counted once per process, by the hash of its text, as :func:`tool_tokens` keeps them."""
+    texts = [_text(entry) for entry in entries]
+    keys = [hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest() for text in texts]
+    with _lock:
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in _known}
+    if missing:
+        enc = encoding()
+        counted = {key: len(enc.encode(text, disallowed_special=())) for key, text in missing.items()}
+        with _lock:
+            _known.update(counted)
+    return sum(_known[key] for key in keys)
 
 
 def tool_tokens(catalog: Catalog) -> dict[str, int]:

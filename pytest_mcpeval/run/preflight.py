@@ -148,33 +148,32 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
     its cases shows (the tools it exposes of those pre-flight fetched, or of a static tool list, read now); its line
     when it cannot serve."""
     from pytest_mcpeval.models.llama.route import start
-    from pytest_mcpeval.models.tokens import count
+    from pytest_mcpeval.models.tokens import tool_tokens
     from pytest_mcpeval.run.exposure import expose
-    from pytest_mcpeval.servers import ServerError, ServerPool
+    from pytest_mcpeval.servers import ServerError, load_tools_file
 
     overridden = server_overridden(config)  # an mcp_server fixture decides the tools, per item: not counted here
     largest: dict[str, tuple[ModelSpec, int | None]] = {}
-    counted: dict[str, dict[str, int]] = {}  # server key -> tokens per tool
+    needed: dict[str, bool] = {}  # model -> whether the run may call it (its cache folder looked at once)
+    counted: dict[str, dict[str, int]] = {}  # server key -> tokens per tool (the catalog counted once)
     for key, bench, case, model in served:
-        if not _calls_needed(config, model):
+        if model.name not in needed:
+            needed[model.name] = _calls_needed(config, model)
+        if not needed[model.name]:
             continue
         spec = bench.spec.server
         if not overridden and key not in catalogs and spec is not None and spec.tools_file is not None:
-            pool = ServerPool(Path(tempfile.gettempdir()), config.stash[SETTINGS_KEY].connect_timeout)
-            try:
-                catalogs[key] = pool.catalog_for_spec(spec, bench.path.parent, config.rootpath)
-            except ServerError:  # the run reports it as the file's own error
-                pass
-            finally:
-                pool.close()
+            with contextlib.suppress(ServerError):  # the run reports it as the file's own error
+                catalogs[key] = load_tools_file(bench.path.parent / spec.tools_file)
         tokens: int | None = None  # a catalog nobody could count: the server gets all the context it can have
         if not overridden and key in catalogs:
-            per_tool = counted.setdefault(key, count(catalogs[key]))
+            if key not in counted:
+                counted[key] = tool_tokens(catalogs[key])
             try:
                 shown = expose(case, catalogs[key]).catalog.names
             except ValueError:  # a tool the server lacks: the case's own error
                 shown = []
-            tokens = sum(per_tool.get(name, 0) for name in shown)
+            tokens = sum(counted[key].get(name, 0) for name in shown)
         before = largest.get(model.target, (model, 0))[1]
         largest[model.target] = (model, None if tokens is None or before is None else max(before, tokens))
     return [line for model, tokens in largest.values() if (line := start(model, tokens)) is not None]

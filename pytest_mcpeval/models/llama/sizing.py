@@ -14,7 +14,6 @@ take (:data:`MEMORY_SHARE` of what the machine has available, for every slot).  
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,12 +30,11 @@ MEMORY_SHARE = 0.5  # of MemAvailable, for the key/value cache of every slot
 
 
 def catalog_tokens(tools: Iterable[Mapping[str, Any]]) -> int:
-    """Tokens of OpenAI ``tools`` entries, as :mod:`pytest_mcpeval.models.tokens` counts a catalog."""
-    from pytest_mcpeval.models.tokens import encoding
+    """Tokens of OpenAI ``tools`` entries, as :mod:`pytest_mcpeval.models.tokens` counts a catalog (each entry
+    once per process: every call of a run sends the same catalog)."""
+    from pytest_mcpeval.models.tokens import entries_tokens
 
-    enc = encoding()
-    return sum(len(enc.encode(json.dumps(tool, sort_keys=True, ensure_ascii=False), disallowed_special=()))
-               for tool in tools)
+    return entries_tokens(tools)
 
 
 def available_memory() -> int | None:
