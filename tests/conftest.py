@@ -116,10 +116,13 @@ def model_server() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-@pytest.fixture(params=["no-xdist", "n2"])
+@pytest.fixture(params=["no-xdist", "xdist"])
 def xdist_args(request: pytest.FixtureRequest) -> list[str]:
-    """Run an integration scenario without xdist and with ``-n 2``."""
-    return [] if request.param == "no-xdist" else ["-n", "2"]
+    """Run an integration scenario without xdist and under xdist.  One worker (``-n 1``) takes the whole path a
+    result travels under xdist (collected and run on a worker, sent to the controller, reported there) at half the
+    processes of ``-n 2``; what needs two workers (the split, one call across workers, a killed worker, the same
+    report either way) has tests of its own (test_xdist.py, test_e2e.py, faults/test_fault_workers.py)."""
+    return [] if request.param == "no-xdist" else ["-n", "1"]
 
 
 def ini_for(server: ScriptedModelServer, extra: str = "", name: str = "fake") -> str:

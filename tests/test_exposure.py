@@ -139,7 +139,7 @@ def test_a_run_shows_each_case_its_tools_and_reports_them(pytester: pytest.Pytes
                                  "*by tools shown: 2 tools 100.0% of 1, 3 tools 100.0% of 1, 4 tools 0.0% of 1*"])
     # the same draw in another process (and with xdist), from the cache too
     first = distracted["distractors"]
-    run(pytester, "--mcp-models=fake", "--mcp-report=again.json", "-n", "2")
+    run(pytester, "--mcp-models=fake", "--mcp-report=again.json", "-n", "1")
     again = {c["id"]: c for c in read_report(pytester, "again.json")["cases"]}
     assert again["distracted"]["distractors"] == first
 

@@ -454,7 +454,7 @@ JUDGE_ERROR = [
 ]
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+@pytest.mark.parametrize("xdist", [[], ["-n", "1"]], ids=["no-xdist", "xdist"])
 def test_judge_claims_without_a_judge_are_a_usage_error(pytester: pytest.Pytester, model_server: ScriptedModelServer,
                                                         xdist: list[str]) -> None:
     files = {"a.mcpeval.yaml": JUDGED, "sub/b.mcpeval.yaml": JUDGED.replace("tools.json", "../tools.json"),
@@ -473,9 +473,9 @@ def test_judge_claims_without_a_judge_are_a_usage_error(pytester: pytest.Pyteste
         ([], "mcp_judge_model = fake\n"),             # a judge from the ini file
         (["-m", "not judged"], ""),                   # the judged case is deselected
         (["-k", "checked"], ""),
-        (["-n", "2", "-k", "checked"], ""),
+        (["-n", "1", "-k", "checked"], ""),
     ],
-    ids=["option", "ini", "deselected-m", "deselected-k", "deselected-n2"],
+    ids=["option", "ini", "deselected-m", "deselected-k", "deselected-xdist"],
 )
 def test_no_usage_error_when_no_selected_claim_needs_a_judge(pytester: pytest.Pytester,
                                                              model_server: ScriptedModelServer,

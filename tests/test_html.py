@@ -231,7 +231,7 @@ def test_junit_properties_of_errors_and_repeats_under_xdist(pytester: pytest.Pyt
     model_server.call("one", "search_issues", query="x")
     model_server.script("two", {"status": 400, "error": "bad request"})
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-repeat=2", "--mcp-retries=0",
-                 "--junitxml=junit.xml", "-n", "2")
+                 "--junitxml=junit.xml", "-n", "1")
     assert result.ret == 1
     junit = ET.parse(pytester.path / "junit.xml").getroot()
     props = {case.get("name"): [(p.get("name"), p.get("value")) for p in case.iter("property")]

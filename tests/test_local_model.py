@@ -43,7 +43,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
     result = run(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "--mcp-html=report.html",
-                 "-n", "2")
+                 "-n", "1")
     result.stdout.fnmatch_lines([
         "local/minilm: 4 scored, 0 errors | accuracy 50.0% | *",
         "  arguments: not applicable (a retriever picks a tool and fills no arguments)",

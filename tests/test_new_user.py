@@ -57,7 +57,7 @@ def notes_project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+@pytest.mark.parametrize("xdist", [[], ["-n", "1"]], ids=["no-xdist", "xdist"])
 def test_mcp_tools_lists_a_stdio_servers_tools_without_a_model(notes_project: pytest.Pytester,
                                                                model_server: ScriptedModelServer,
                                                                xdist: list[str]) -> None:

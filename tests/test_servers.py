@@ -87,7 +87,7 @@ def check_run(pytester: pytest.Pytester, server: ScriptedModelServer, *args: str
     return result
 
 
-@pytest.mark.parametrize("args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+@pytest.mark.parametrize("args", [[], ["-n", "1"]], ids=["no-xdist", "xdist"])
 def test_stdio_command(pytester: pytest.Pytester, model_server: ScriptedModelServer, args: list[str]) -> None:
     bench = (f"server:\n  command: [{sys.executable}, notes_server.py]\n  env: {{NOTES_SUFFIX: ' (env)'}}\n"
              + NOTES_CASES)

@@ -150,7 +150,7 @@ def test_a_removed_tool_is_named_with_its_whole_definition() -> None:
 
 
 def test_missing_snapshot_fails_under_xdist(project: pytest.Pytester) -> None:
-    result = run(project, "--mcp-snapshots", "-n", "2")
+    result = run(project, "--mcp-snapshots", "-n", "1")
     result.stdout.fnmatch_lines(["*no snapshot of the tool catalog of tools_file: tools.json yet*"])
     assert result.ret == 1
 

@@ -264,7 +264,7 @@ def test_a_corrupt_entry_read_on_an_xdist_worker_is_in_the_summary(project: pyte
     assert run(project, "--mcp-models=fake").ret == 0
     victim = entry_of(project, "b")
     _edit_entry(lambda d: d.update(reply=None))(victim)
-    result = run(project, "--mcp-models=fake", "-n", "2")
+    result = run(project, "--mcp-models=fake", "-n", "1")
     result.stdout.fnmatch_lines(["1 cache entry could not be used and was called again:",
                                  f"  {victim}: reply: expected an object, found null", "*3 passed*"])
     assert result.ret == 0 and len(model_server.requests) == 4

@@ -36,7 +36,7 @@ def ctrl_c(run: Run) -> None:
     os.killpg(run.process.pid, signal.SIGINT)  # as a terminal does: to every process of the foreground group
 
 
-@pytest.mark.parametrize("how", [[], ["-n", "2"], ["--mcp-processes=2"]], ids=["plain", "n2", "processes"])
+@pytest.mark.parametrize("how", [[], ["-n", "1"], ["--mcp-processes=2"]], ids=["plain", "xdist", "processes"])
 def test_ctrl_c_twice_ends_the_run_at_once_with_one_line(project: pytest.Pytester,  # noqa: F811
                                                          model_server: ScriptedModelServer, how: list[str]) -> None:
     (project.path / "conftest.py").write_text(SLOW_TO_STOP)

@@ -122,8 +122,8 @@ sys.exit(3)
 '''
 
 
-@pytest.mark.parametrize(("where", "xdist_args"), [("command", []), ("env", []), ("command", ["-n", "2"])],
-                         ids=["command", "env", "command-n2"])
+@pytest.mark.parametrize(("where", "xdist_args"), [("command", []), ("env", []), ("command", ["-n", "1"])],
+                         ids=["command", "env", "command-xdist"])
 def test_a_dying_stdio_servers_command_line_and_env_are_masked_everywhere(
         pytester: pytest.Pytester, model_server: ScriptedModelServer, xdist_args: list[str], where: str) -> None:
     """``--api-key=VALUE`` and ``--token VALUE`` in a server's ``command`` (which the error names), and a

@@ -117,7 +117,7 @@ def assert_interrupted(project: pytest.Pytester, by: str) -> dict:
     return report
 
 
-@pytest.mark.parametrize("how", [[], ["-n", "2"], ["--mcp-processes=2"]], ids=["plain", "n2", "processes"])
+@pytest.mark.parametrize("how", [[], ["-n", "1"], ["--mcp-processes=2"]], ids=["plain", "xdist", "processes"])
 def test_sigterm_stops_the_run_as_ctrl_c_does(project: pytest.Pytester, model_server: ScriptedModelServer,
                                               how: list[str]) -> None:
     run = Run(project, *how)
@@ -141,7 +141,7 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(project: pytest.Pytester, model_se
     assert len(model_server.requests) == at_exit
 
 
-@pytest.mark.parametrize("how", [["-n", "2"], ["--mcp-processes=2"]], ids=["n2", "processes"])
+@pytest.mark.parametrize("how", [["-n", "1"], ["--mcp-processes=2"]], ids=["xdist", "processes"])
 def test_a_killed_pytest_process_leaves_no_process_calling(project: pytest.Pytester, model_server: ScriptedModelServer,
                                                            how: list[str]) -> None:
     """SIGKILL: nothing of the pytest process runs; its xdist workers and call processes end on their own, at
