@@ -58,7 +58,8 @@ def power_lines(power: ModelPower | None) -> Iterator[str]:
                f"single-call cases each ({none} have none; {how}{repeats})")
     figures = power["headline"]
     if figures:
-        shown = ", ".join(f"{title(name)} " + (f"{f['detectable_drop']:.0%} ({f['min_changed']} of {f['n']} cases)"
-                                               if f["detectable_drop"] is not None else f"blind ({f['n']} cases)")
-                          for name, f in figures.items())
+        shown = ", ".join(
+            f"{title(name)} " + (f"{f['detectable_drop']:.0%} ({f['min_changed']} of {f['n']} cases)"
+                                 if f["detectable_drop"] is not None else f"blind ({plural(f['n'], 'case')})")
+            for name, f in figures.items())
         yield f"smallest detectable drops: {shown}" + ("" if unseen else f" ({how}{repeats})")
