@@ -134,3 +134,14 @@ def test_the_min_detectable_drop_gate_names_the_tools_it_cannot_hold() -> None:
     assert detectable_failures(models, 0.5) == [
         "--mcp-min-detectable-drop=0.5: m: the drop gate cannot flag a fall of 50% in the recall of 3 tools (a tool "
         "needs at least 12 single-call cases at level 0.05): c (blind: 3 cases), f (blind: 0 cases), b (85.7%)"]
+
+
+def test_the_page_shows_the_figure_next_to_f1_and_dims_blind_tools() -> None:
+    from pytest_mcpeval.report.html import render
+
+    page = render(build_report(cast(Any, _cases()), cast(Any, CATALOG), ["m"]))
+    assert "<th>F1<th>support<th>predicted<th>detects<th>F1 change" in page
+    assert '<td class=n>12<td class=n>12<td class=n data-v="0.5">50%<td' in page  # a: 6 of 12
+    assert "<tr class=blind><td>c<td" in page and "<tr><td>a<td" in page
+    assert "The drop gate cannot see drops on 3 of 5 tools: fewer than 6 single-call cases each (2 have none; " \
+           "level 0.05).</p>" in page

@@ -124,7 +124,7 @@ def _tools(model: str, metrics: ModelMetrics, changes: Mapping[tuple[str, str], 
         before = change["before"] if change else baseline_f1.get(tool)
         edited = ' <span class="badge" title="definition changed since the baseline">edited</span>' \
             if tool in changed else ""
-        seen = detects(m)
+        seen = detects(m) if m["support"] else ""  # a tool no case expects has no recall to watch: no figure
         into.append(
             f"<tr{' class=blind' if seen == 'blind' else ''}><td>{text(tool)}{edited}"
             f'<td class=s data-v="{sort_value(m["precision"])}">{bar(m["precision"])}{num(m["precision"])}'
