@@ -22,6 +22,7 @@ from pytest_mcpeval.outputs import OUTPUTS
 from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS, DROP_METRICS
 from pytest_mcpeval.settings import (
     drop_metrics,
+    drop_size,
     level,
     model_list,
     non_negative_int,
@@ -223,6 +224,11 @@ def _checks_and_outputs(group: pytest.OptionGroup) -> None:
         "--mcp-drop-metrics", dest="mcp_drop_metrics", metavar="NAMES", type=drop_metrics,
         default=list(DEFAULT_DROP_METRICS),
         help=f"metrics compared: {', '.join(DROP_METRICS)} (default {','.join(DEFAULT_DROP_METRICS)})",
+    )
+    group.addoption(
+        "--mcp-min-detectable-drop", dest="mcp_min_detectable_drop", metavar="X", type=drop_size, default=None,
+        help="fail when the drop gate could not flag a fall of X in the recall of a tool some case expects "
+        "(too few single-call cases expect it; docs/metrics.md#what-the-gate-can-see)",
     )
     for output in OUTPUTS:  # the files written from the report, one option each (outputs.py)
         group.addoption(output.option, dest=output.dest, metavar="PATH", default=None, help=output.help)

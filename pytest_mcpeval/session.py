@@ -36,6 +36,9 @@ def gate_checks(settings: Settings, compared: bool) -> list[str]:
     if compared and settings.fail_on_drop is not None:
         checks.append(f"no significant drop against the baseline (margin {settings.fail_on_drop:g}, level "
                       f"{settings.drop_level:g}{', Holm' if settings.drop_correction == 'holm' else ''})")
+    if settings.min_detectable_drop is not None:
+        checks.append(f"the drop gate can flag a fall of {settings.min_detectable_drop * 100:g}% in the recall of "
+                      "every tool a case expects")
     if settings.max_catalog_tokens is not None:
         checks.append(f"catalogs of at most {settings.max_catalog_tokens:,} tokens a request")
     if settings.max_cost is not None:
@@ -184,7 +187,9 @@ class EvalSession:
         models_run = {r["model"] for r in results}
         compared = settings.baseline is not None and bool(self.results)
         report = build_report(results, self.catalogs, settings.models,
-                              level=settings.drop_level if compared else DEFAULT_DROP_LEVEL)
+                              level=settings.drop_level if compared else DEFAULT_DROP_LEVEL,
+                              drop_level=settings.drop_level, correction=settings.drop_correction,
+                              drop_metrics=settings.drop_metrics)
         if self.lint:
             report["lint"] = lint_section(self.lint, report)
         if self.snapshots:
@@ -219,6 +224,7 @@ class EvalSession:
     def gate_failures(self, report: Report, results: list[CaseResult], settings: Settings,
                       stopped: str | None) -> list[str]:
         """Thresholds, catalog size, budget and completeness: what fails the gate before any comparison."""
+        from pytest_mcpeval.gate.power import detectable_failures
         from pytest_mcpeval.gate.thresholds import budget_failures, catalog_failures, check_names, evaluate
 
         failures: list[str] = []
@@ -231,6 +237,7 @@ class EvalSession:
             failures = [f"{t} (from {t.source}) was not measured: no model ran (name one with --mcp-models)"
                         for t in settings.thresholds if t.source.startswith("--") and not results]
         failures += catalog_failures(self.catalogs, settings.max_catalog_tokens)
+        failures += detectable_failures(report["models"], settings.min_detectable_drop)
         over_budget, unpriced = budget_failures(report["cases"], report["models"], settings.max_cost)
         failures += over_budget
         self.notes += unpriced

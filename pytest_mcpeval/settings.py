@@ -150,6 +150,14 @@ def level(text: str) -> float:
     return value
 
 
+def drop_size(text: str) -> float:
+    """argparse type: a fall of a share in (0, 1]."""
+    value = unit_interval(text)
+    if value == 0.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not above 0 (a fall of a share in (0, 1], e.g. 0.2)")
+    return value
+
+
 def model_list(text: str) -> list[str]:
     """argparse type: comma-separated model names."""
     names = split_names(text)
@@ -185,6 +193,7 @@ class Settings:
     drop_level: float = DEFAULT_DROP_LEVEL
     drop_metrics: tuple[str, ...] = DEFAULT_DROP_METRICS
     drop_correction: str = "none"  # --mcp-drop-correction: "none" or "holm" (gate.compare.holm)
+    min_detectable_drop: float | None = None  # --mcp-min-detectable-drop (gate.power.detectable_failures)
     list_tools: bool = False
     judge_model: str | None = None  # --mcp-judge-model / ini mcp_judge_model: judges claims without a check
     claims_threshold: float = DEFAULT_CLAIMS_THRESHOLD
@@ -231,7 +240,7 @@ class Settings:
                    no_preflight=bool(opt.mcp_no_preflight),
                    compare_path=paths.compare, baseline=baseline, fail_on_drop=opt.mcp_fail_on_drop,
                    drop_level=opt.mcp_drop_level, drop_metrics=tuple(opt.mcp_drop_metrics),
-                   drop_correction=opt.mcp_drop_correction,
+                   drop_correction=opt.mcp_drop_correction, min_detectable_drop=opt.mcp_min_detectable_drop,
                    list_tools=bool(opt.mcp_tools),
                    judge_model=judge,
                    claims_threshold=(opt.mcp_claims_threshold if opt.mcp_claims_threshold is not None

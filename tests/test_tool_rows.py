@@ -28,14 +28,15 @@ def test_only_expected_tools_are_rows_and_the_stray_calls_one_line(
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-markdown=summary.md", *verbose)
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines([
-        "  search_issues                P n/a  R 0.000  F1 0.000  support 4",  # the benchmark's point, first
-        "  list_issues                  P 1.000  R 0.500  F1 0.667  support 2",
+        "  search_issues                P n/a  R 0.000  F1 0.000  support 4  detects blind",  # the point
+        "  list_issues                  P 1.000  R 0.500  F1 0.667  support 2  detects blind",
         "  called, never expected: 3 tools, 5 calls (stray_a 3x, stray_b 1x, stray_c 1x)",
         "  confused: expected search_issues -> called stray_a (2x)",
     ])
     assert "support 0" not in result.stdout.str()  # get_me (F1 1.0) is not a row either
     summary = (pytester.path / "summary.md").read_text()
-    assert "| `search_issues` | — | 0.000 | 0.000 | 4 |\n| `list_issues` | 1.000 | 0.500 | 0.667 | 2 |\n" in summary
+    assert ("| `search_issues` | — | 0.000 | 0.000 | 4 | blind |\n"
+            "| `list_issues` | 1.000 | 0.500 | 0.667 | 2 | blind |\n") in summary
     assert "Called, never expected: 3 tools, 5 calls (`stray_a` 3x, `stray_b` 1x, `stray_c` 1x)." in summary
     assert "| `stray_a` |" not in summary
 

@@ -66,7 +66,7 @@ FILLER = " ".join(["Archives keep every record of the thing with its whole histo
 CANDIDATES = {
     "search": ["Search things. kilo", "Search things, quickly."],  # accepted; worse_than_other_candidate
     "remove": ["Remove a thing. zulu gamma"],  # wins 16 zulu cases, steals 8 gamma ones: regression
-    "small": ["Small tool. omega"],  # 2 held-out cases: cannot be significant
+    "small": ["Small tool. omega"],  # 2 held-out cases: cannot be significant, not evaluated
     "archive": [f"Archive things. tango {FILLER}"],  # a real gain, but the catalog grows far beyond 25%
     "listing": ["List things, e.g. alpha request number 3."],  # quotes a case: not evaluated
 }
@@ -125,7 +125,7 @@ def test_every_reason_and_an_acceptance(project: Path, keyword_model: KeywordMod
         ("search", "Search things. kilo"): ("accepted", None),
         ("search", "Search things, quickly."): ("rejected", "worse_than_other_candidate"),
         ("remove", "Remove a thing. zulu gamma"): ("rejected", "regression"),
-        ("small", "Small tool. omega"): ("rejected", "no_significant_gain"),
+        ("small", "Small tool. omega"): ("rejected", "too_few_held_out"),
         ("archive", "Archive things. tango Archives"): ("rejected", "token_growth"),
         ("listing", "List things, e.g. alpha reques"): ("rejected", "quotes_a_case"),
     }
@@ -138,7 +138,9 @@ def test_every_reason_and_an_acceptance(project: Path, keyword_model: KeywordMod
     remove = by_tool["remove"]
     assert [r["metric"] for r in remove["regressions"]] == ["f1[fetch]"]
     assert remove["holdout"]["accuracy_affected"]["after"] > remove["holdout"]["accuracy_affected"]["before"]
-    assert "cannot show a significant gain" in by_tool["small"]["note"]
+    assert by_tool["small"]["note"] == ("only 2 held-out cases can change its F1 (2 expect it, 0 wrongly routed to "
+                                        "it): a significant gain needs at least 6 changed at level 0.05; not evaluated")
+    assert by_tool["small"]["train"] is None and by_tool["small"]["holdout"] is None
     assert by_tool["archive"]["tokens"]["growth"] > 0.25
     split = data["split"]
     assert not set(split["train"]) & set(split["holdout"]) and len(split["train"]) + len(split["holdout"]) == 100

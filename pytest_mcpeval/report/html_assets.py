@@ -26,6 +26,7 @@ h2{font-size:18px;border-bottom:1px solid var(--line);padding-bottom:4px;margin:
 h3{font-size:15px;margin:18px 0 6px}
 p{margin:6px 0}
 .muted,.ci{color:var(--muted)}
+tr.blind td{color:var(--muted);opacity:.75}
 .ci{font-size:12px}
 table{border-collapse:collapse;margin:6px 0}
 th,td{padding:3px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}

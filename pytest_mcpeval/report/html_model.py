@@ -10,12 +10,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_mcpeval.numbers import confidence, interval
+from pytest_mcpeval.numbers import DASH, confidence, interval
 from pytest_mcpeval.numbers import metric_value as fmt
 from pytest_mcpeval.report.html_cases import flow_transcripts
 from pytest_mcpeval.report.html_data import argument_problems, recall_curve
 from pytest_mcpeval.report.html_escape import num, p_value, pct, sort_value, text
 from pytest_mcpeval.report.html_heatmap import heatmap
+from pytest_mcpeval.report.tool_rows import detects, power_lines
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.results import CaseResult, Interval, MetricChange, ModelMetrics
 from pytest_mcpeval.results.registry import METRICS, title
@@ -123,23 +124,30 @@ def _tools(model: str, metrics: ModelMetrics, changes: Mapping[tuple[str, str], 
         before = change["before"] if change else baseline_f1.get(tool)
         edited = ' <span class="badge" title="definition changed since the baseline">edited</span>' \
             if tool in changed else ""
+        seen = detects(m) if m["support"] else ""  # a tool no case expects has no recall to watch: no figure
         into.append(
-            f"<tr><td>{text(tool)}{edited}"
+            f"<tr{' class=blind' if seen == 'blind' else ''}><td>{text(tool)}{edited}"
             f'<td class=s data-v="{sort_value(m["precision"])}">{bar(m["precision"])}{num(m["precision"])}'
             f'<td class=s data-v="{sort_value(m["recall"])}">{bar(m["recall"])}{num(m["recall"])}'
             f'<td class=s data-v="{sort_value(m["f1"])}">{bar(m["f1"], before)}{num(m["f1"])}'
             f'<td class=n>{m["support"]}<td class=n>{m["predicted"]}'
+            f'<td class=n data-v="{sort_value(m.get("detectable_drop"))}">{seen or DASH}'
             f'<td data-v="{sort_value(change["diff"] if change else None)}">{delta(change)}</tr>')
     note = (" The black mark on an F1 bar is the baseline's F1 (on the paired cases where compared)."
             if changes or baseline_f1 else "")
     if idle:
         note += f" {plural(len(idle), 'tool')} no case expects and the model never called: no row."
+    power = "".join(f"<p class=muted>{text(line[0].upper() + line[1:])}.</p>"
+                    for line in power_lines(metrics.get("power")))
+    if any(detects(m) for m in tools.values()):
+        note += (" <i>detects</i>: the smallest fall in the tool's recall the drop gate could flag; <i>blind</i> "
+                 "(dimmed): too few single-call cases expect the tool for any drop to be significant.")
     head = ("<table class=sortable><thead><tr><th>tool<th>precision<th>recall<th>F1<th>support<th>predicted"
-            "<th>F1 change</tr></thead><tbody>")
+            "<th>detects<th>F1 change</tr></thead><tbody>")
     folded = (f"<details class=unchanged><summary>{plural(len(still), 'tool')} with F1 unchanged since the "
               f"baseline</summary>{head}{''.join(still)}</tbody></table></details>") if still else ""
     return ("<h3>Per tool (single calls)</h3><p class=muted>Weakest F1 first; click a column to sort." + note
-            + f"</p>{head}{''.join(rows)}</tbody></table>{folded}")
+            + f"</p>{power}{head}{''.join(rows)}</tbody></table>{folded}")
 
 
 def _arguments(metrics: ModelMetrics, cases: Sequence[CaseResult]) -> str:

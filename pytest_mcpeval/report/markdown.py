@@ -13,10 +13,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
-from pytest_mcpeval.numbers import confidence, format_p, interval, metric_value, num, pct, sentence
+from pytest_mcpeval.numbers import DASH, confidence, format_p, interval, metric_value, num, pct, sentence
 from pytest_mcpeval.report import case_notes
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
-from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
+from pytest_mcpeval.report.tool_rows import detects, never_expected, power_lines, weak_tools
 from pytest_mcpeval.report.usage import cost_text
 from pytest_mcpeval.results import ComparisonSection, Flipped, MetricChange, ModelMetrics, Report, ToolChange
 from pytest_mcpeval.results.registry import HEADLINE, METRICS
@@ -103,13 +103,17 @@ def _model_details(models: Mapping[str, ModelMetrics]) -> list[str]:
     for name, m in models.items():
         weak, stray = weak_tools(m.get("tools") or {}), never_expected(m.get("tools") or {})
         confused = m.get("confused_pairs") or []
-        if not weak and not stray and not confused:
+        power = list(power_lines(m.get("power")))
+        if not weak and not stray and not confused and not power:
             continue
         lines += ["", f"### {code(name)}", ""]
+        if power:
+            lines += [*(f"- {line[0].upper()}{line[1:]}." for line in power), ""]
         if weak:
-            lines += ["| tool | precision | recall | F1 | support |", "| --- | ---: | ---: | ---: | ---: |"]
+            lines += ["| tool | precision | recall | F1 | support | detects |",
+                      "| --- | ---: | ---: | ---: | ---: | ---: |"]
             lines += [f"| {code(t, table=True)} | {num(v['precision'])} | {num(v['recall'])} | {num(v['f1'])} "
-                      f"| {v['support']} |" for t, v in weak[:MAX_ROWS]]
+                      f"| {v['support']} | {detects(v) or DASH} |" for t, v in weak[:MAX_ROWS]]
         if stray:
             more = f", … {len(stray) - MAX_ROWS} more" if len(stray) > MAX_ROWS else ""
             lines += ["", f"Called, never expected: {plural(len(stray), 'tool')}, "

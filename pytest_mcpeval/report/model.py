@@ -8,11 +8,12 @@ its headline intervals (:mod:`pytest_mcpeval.scoring.intervals`); the comparison
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from pytest_mcpeval import __version__
-from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL
+from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DROP_CORRECTIONS
+from pytest_mcpeval.gate.power import model_power
 from pytest_mcpeval.results import (
     REPORT_VERSION,
     CaseResult,
@@ -25,6 +26,7 @@ from pytest_mcpeval.results import (
     Report,
     RunInfo,
 )
+from pytest_mcpeval.results.registry import DEFAULT_DROP_METRICS
 from pytest_mcpeval.scoring.exposure import exposure_rows
 from pytest_mcpeval.scoring.flows import claims_metrics, flow_metrics
 from pytest_mcpeval.scoring.intervals import RESAMPLES, SEED, headline
@@ -48,9 +50,14 @@ def build_report(
     gate: Gate | None = None,
     run: RunInfo | None = None,
     level: float = DEFAULT_DROP_LEVEL,
+    drop_level: float = DEFAULT_DROP_LEVEL,
+    correction: str = DROP_CORRECTIONS[0],
+    drop_metrics: Sequence[str] = DEFAULT_DROP_METRICS,
 ) -> Report:
     """The report of a run from its case results (users' hooks may have added keys to them); ``level`` is the
-    significance of the headline intervals (``1 - level`` confidence: the comparison's, when there is one)."""
+    significance of the headline intervals (``1 - level`` confidence: the comparison's, when there is one);
+    ``drop_level``, ``correction`` and ``drop_metrics`` are the drop gate's, whose power each model states
+    (:func:`pytest_mcpeval.gate.power.model_power`), with a baseline or without."""
     cases = sorted(  # copied only to drop what rode on them (the session took it off already)
         (cast(CaseResult, {k: v for k, v in r.items() if k not in _TRANSPORT})
          if "catalog_info" in r or "model_info" in r else r for r in results),
@@ -67,17 +74,20 @@ def build_report(
         offered = {tool for d in digests if d in catalogs for tool in catalogs[d]["tools"]}
         tested = {e["tool"] for c in own if not c.get("error") for e in c.get("expected") or []}
         retrieval = retrieval_metrics(own)
+        selection = model_metrics(own)
+        untested = sorted(offered - tested)  # published, but no scored case expects them
         metrics: ModelMetrics = {
-            **model_metrics(own),
+            **selection,
             "by_tools_shown": exposure_rows(own),
             "flows": flow_metrics(own),  # multi-step flows; the rest of model_metrics is single-call
             "claims": claims_metrics(own),
-            "untested_tools": sorted(offered - tested),  # published, but no scored case expects them
+            "untested_tools": untested,
             "retrieval": retrieval,
             "repeats": repeat_metrics(own),
             "usage": usage_metrics(own),
             "judges": judge_usage_metrics(own),
             "intervals": headline(own, level, RESAMPLES, SEED),
+            "power": model_power(own, selection["tools"], tested, untested, drop_level, correction, drop_metrics),
         }
         metrics["arguments"]["applicable"] = retrieval is None  # a retriever fills no arguments
         models[name] = metrics

@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_mcpeval.numbers import NA, metric_value, num, pct
 from pytest_mcpeval.report import case_notes
-from pytest_mcpeval.report.tool_rows import never_expected, weak_tools
+from pytest_mcpeval.report.tool_rows import detects, never_expected, power_lines, weak_tools
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.results import CaseResult, CatalogInfo, ModelMetrics, Report
 from pytest_mcpeval.results.registry import HEADLINE, METRICS
@@ -208,7 +208,7 @@ def _problem_lines(m: ModelMetrics, verbose: int) -> Iterator[str]:
     for tool, tm in weak_tools(m["tools"])[: WORST_TOOLS if not verbose else None]:
         yield (
             f"  {tool:<28} P {_num(tm['precision'])}  R {_num(tm['recall'])}  F1 {_num(tm['f1'])}  "
-            f"support {tm['support']}"
+            f"support {tm['support']}" + (f"  detects {detects(tm)}" if detects(tm) else "")
         )
     stray = never_expected(m["tools"])
     if stray:
@@ -219,6 +219,7 @@ def _problem_lines(m: ModelMetrics, verbose: int) -> Iterator[str]:
                + ", ".join(f"{tool} {n}x" for tool, n in listed) + f"{more})")
     for pair in m["confused_pairs"][:5]:
         yield f"  confused: expected {pair['expected']} -> called {pair['called']} ({pair['count']}x)"
+    yield from (f"  {line}" for line in power_lines(m.get("power")))
 
 
 def case_lines(report: Report, verbose: int = 0) -> Iterator[str]:

@@ -27,6 +27,12 @@ class ToolMetrics(TypedDict):
     support: int
     predicted: int
     arguments: ArgumentRates
+    # added in this version (gate.power): the distinct cases expecting the tool (``support`` counts repeats too),
+    # the fewest of them whose change the drop gate can call significant, and the smallest fall in the tool's
+    # recall it could flag (``min_changed / cases``; ``None``: blind, fewer cases than ``min_changed``)
+    cases: NotRequired[int]
+    min_changed: NotRequired[int]
+    detectable_drop: NotRequired[float | None]
 
 
 class Confusion(TypedDict):
@@ -174,6 +180,36 @@ class Interval(TypedDict):
     clusters: int  # distinct cases among them (the unit resampled)
 
 
+class PowerFigure(TypedDict):
+    """What the drop gate can see of one model-level metric: ``n`` distinct cases it is over, the fewest of them
+    that must change for a significant drop, and ``min_changed / n`` (``None`` when ``n < min_changed``)."""
+
+    n: int
+    min_changed: int
+    detectable_drop: float | None
+
+
+class ModelPower(TypedDict):
+    """What the drop gate can see of a model on this benchmark (gate.power, docs/metrics.md#what-the-gate-can-see),
+    at the run's ``--mcp-drop-level`` and ``--mcp-drop-correction``.  Added in this version.
+
+    ``min_changed`` is what every figure is computed with: ``min_changed(level, tests)``, ``tests`` the metrics
+    Holm's correction would count when all of them move at once (1 without correction); ``min_changed_alone`` is
+    what a drop confined to one metric needs.  Counts are over distinct cases: the repeats of a case are one."""
+
+    level: float
+    correction: str
+    tests: int
+    min_changed: int
+    min_changed_alone: int
+    blind: list[str]  # tools some case expects, with fewer single-call cases expecting them than min_changed
+    untested: list[str]  # published tools no case expects (untested_tools)
+    no_single_call: list[str]  # of the blind, those no single-call case expects at all
+    detectable: dict[str, float]  # the other expected tools -> their detectable drop in recall
+    headline: dict[str, PowerFigure]  # accuracy, macro_f1, ...: the drop metrics of the families it has cases of
+    repeats: int  # runs per case (--mcp-repeat): they do not add to any count here
+
+
 class ModelMetrics(SelectionMetrics):
     by_tools_shown: list[ExposureRow]
     flows: FlowMetrics | None
@@ -186,3 +222,4 @@ class ModelMetrics(SelectionMetrics):
     # added in this version: registry.INTERVALS that the model has cases for -> value and interval (the method
     # in Report.intervals)
     intervals: NotRequired[dict[str, Interval]]
+    power: NotRequired[ModelPower]  # added in this version: what the drop gate can see (gate.power)

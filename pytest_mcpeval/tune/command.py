@@ -18,13 +18,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pytest_mcpeval.gate.power import min_changed
 from pytest_mcpeval.storage import unwritable_folder
 from pytest_mcpeval.text import did_you_mean, plural
 from pytest_mcpeval.tune import TuneError
 from pytest_mcpeval.tune.candidates import Candidate, Proposer, check_tools, distinct, load_candidates
 from pytest_mcpeval.tune.evaluate import Evaluation, Evaluator
 from pytest_mcpeval.tune.loop import Settings, Trial, Tuner, confused_with, missed_tools
-from pytest_mcpeval.tune.split import split_cases
+from pytest_mcpeval.tune.split import split_cases, stratum
 from pytest_mcpeval.tune.write import write_outputs
 
 # what the command writes in --out (write.py, and the evaluations' folders)
@@ -137,6 +138,29 @@ def _say(line: str) -> None:
     print(f"tune: {line}", file=sys.stderr, flush=True)
 
 
+def _precheck(args: argparse.Namespace, cases: Mapping[str, Any], held: Sequence[str],
+              pending: Sequence[Candidate]) -> None:
+    """Before any evaluation: stop when the held-out part cannot show any significant gain (fewer single calls than
+    the fewest changed cases the gain test needs), and name the tools known to be tuned (``--candidates``,
+    ``--tools``) that too few held-out cases expect: their candidates are skipped unless the run without any change
+    wrongly routes enough held-out cases to them (known only after that run)."""
+    need = min_changed(args.level)
+    singles = [k for k in held if not cases[k].get("flow")]
+    if len(singles) < need:
+        raise TuneError(
+            f"nothing can be accepted: the held-out part has {plural(len(singles), 'single-call case')} and a "
+            f"significant gain at level {args.level:g} needs at least {need} of them to change; give more cases or "
+            f"a larger --holdout (now {args.holdout:g}); nothing was evaluated")
+    named = {c.tool for c in pending} | {n.strip() for n in (args.tools or "").split(",") if n.strip()}
+    expecting = {tool: sum(stratum(cases[k]["expected"]) == tool for k in singles) for tool in sorted(named)}
+    few = {tool: n for tool, n in expecting.items() if n < need}
+    if few:
+        _say(f"too few held-out cases expect {plural(len(few), 'tool')} for a significant gain ({need} changed "
+             f"cases needed at level {args.level:g}): " + ", ".join(f"{t} ({n})" for t, n in few.items())
+             + "; their candidates are skipped (too_few_held_out) unless the run without any change wrongly routes "
+             "enough held-out cases to them")
+
+
 def _plan(evaluator: Evaluator, number: int, candidates: Sequence[Candidate]) -> None:
     """Say what the round will do, and how many evaluations it may take at most: each candidate on train, the
     best of each tool on held-out (and on every held-out case if it would be accepted), the combined check, and
@@ -161,6 +185,7 @@ def tune(args: argparse.Namespace) -> int:
     train, held = split_cases(expected, args.holdout, args.seed)
     _say(f"{plural(len(cases), 'case')}: {len(train)} train, {len(held)} held-out (seed {args.seed}); first the run "
          "without any change")
+    _precheck(args, cases, held, pending)
     base = evaluator.run({}, None, "r1-base")
     tools = sorted(base.descriptions)
     check_tools(pending, tools, args.candidates)
@@ -173,11 +198,17 @@ def tune(args: argparse.Namespace) -> int:
     for number in range(1, args.rounds + 1):
         candidates = pending if number == 1 else []
         if proposer is not None:
-            candidates = candidates + _proposals(proposer, targets, base, train, requests, number)
+            blind = tuner.unreachable(base, targets)
+            if blind:
+                _say(f"the proposer is not asked about {', '.join(blind)}: too few held-out cases can change "
+                     "their F1 (too_few_held_out)")
+            asked = [t for t in targets if t not in blind]
+            candidates = candidates + _proposals(proposer, asked, base, train, requests, number)
         candidates = distinct(candidates)
         if not candidates:
             break
-        _plan(evaluator, number, candidates)
+        skipped = tuner.unreachable(base, {c.tool for c in candidates})
+        _plan(evaluator, number, [c for c in candidates if c.tool not in skipped])
         done: list[Trial] = tuner.round(number, accepted, base, candidates)
         trials += done
         new = {t.candidate.tool: t.candidate.description for t in done if t.verdict == "accepted"}

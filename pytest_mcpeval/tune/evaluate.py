@@ -126,7 +126,8 @@ class Evaluator:
             seconds = self.seconds / done * max(self.planned - done, 0)
             left = f", about {seconds / 60:.0f} min left" if seconds >= 90 else f", about {seconds:.0f} s left"
         what = plural(len(cases), "case") if cases is not None else "every case"
-        print(f"tune: evaluation {self.evaluations:,}{of}: {name} ({what}{left})", file=sys.stderr, flush=True)
+        calls = f", {plural(self.calls, 'model call')} so far" if done else ""
+        print(f"tune: evaluation {self.evaluations:,}{of}: {name} ({what}{calls}{left})", file=sys.stderr, flush=True)
 
     def _command(self, *extra: str) -> list[str]:
         return [*self.paths, f"--mcp-models={self.model}", "-p", _SELECT,

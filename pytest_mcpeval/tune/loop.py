@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_mcpeval.gate.power import min_changed
 from pytest_mcpeval.tune import stats
 from pytest_mcpeval.tune.candidates import Candidate, quoted_case
 from pytest_mcpeval.tune.evaluate import NONE, Evaluation, Evaluator, Outcome
@@ -27,6 +28,7 @@ TOKEN_GROWTH = "token_growth"
 NO_GAIN = "no_significant_gain"
 WORSE = "worse_than_other_candidate"
 QUOTES = "quotes_a_case"
+TOO_FEW = "too_few_held_out"  # fewer held-out cases could change the tool's F1 than a significant gain needs
 
 
 @dataclass
@@ -168,6 +170,21 @@ class Tuner:
                 worst = {"before": total, "after": grown, "growth": round(grown / total - 1, 4)}
         return worst
 
+    def reach(self, tool: str, base: Evaluation) -> tuple[int, int]:
+        """The held-out single calls whose change can raise the tool's F1: ``(expecting it, that the run ``base``
+        wrongly routed to it)`` (a rewrite gains by recall, or by false calls going away; nothing else moves it)."""
+        singles = [base.outcomes[k] for k in self.held if k in base.outcomes and not base.outcomes[k].flow]
+        return (sum(o.expected == tool for o in singles),
+                sum(o.called == tool and o.expected != tool for o in singles))
+
+    def unreachable(self, base: Evaluation, tools: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """The tools whose F1 no candidate can raise significantly on the held-out part: fewer cases can change it
+        than the fewest whose change the gain test can call significant (:func:`pytest_mcpeval.gate.power.
+        min_changed` at the level), with what :meth:`reach` counted."""
+        need = min_changed(self.settings.level)
+        reached = {tool: self.reach(tool, base) for tool in sorted(set(tools))}
+        return {tool: counts for tool, counts in reached.items() if sum(counts) < need}
+
     def round(self, number: int, accepted: dict[str, str], base: Evaluation,
               candidates: Sequence[Candidate]) -> list[Trial]:
         """Judge ``candidates`` against ``base`` (the run with ``accepted``); the accepted are re-checked together."""
@@ -184,7 +201,17 @@ class Tuner:
             trials.append(Trial(c, reason=QUOTES, before_description=base.descriptions.get(c.tool, ""), note=(
                 f"it repeats the request of the {part} case {quoted}; a description that quotes the cases that judge "
                 "it says nothing of other requests: not evaluated")))
+        blind = self.unreachable(base, by_tool)
+        need = min_changed(self.settings.level)
         for tool, group in sorted(by_tool.items()):
+            if tool in blind:
+                expecting, routed = blind[tool]
+                note = (f"only {expecting + routed} held-out cases can change its F1 ({expecting} expect it, "
+                        f"{routed} wrongly routed to it): a significant gain needs at least {need} changed at level "
+                        f"{self.settings.level:g}; not evaluated")
+                trials += [Trial(c, reason=TOO_FEW, note=note, before_description=base.descriptions.get(tool, ""))
+                           for c in group]
+                continue
             trials += self.tool_round(number, tool, group, accepted, base)
         self.recheck(number, [t for t in trials if t.verdict == "accepted"], accepted, base)
         return trials

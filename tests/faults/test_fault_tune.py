@@ -9,6 +9,9 @@ proposer is the public ``ScriptedModelServer``.
   ``report.json`` and ``report.html`` were there);
 - candidates that differ only in whitespace are evaluated once;
 - 2,000 candidates: it says what it will do and shows each evaluation (it was silent for minutes);
+- a held-out part too small for any significant gain stops before any evaluation (issue 31: a newcomer waited
+  four minutes for "0 of 5 accepted"); a tool too few held-out cases can move is named up front and its
+  candidates skipped (``too_few_held_out``) without an evaluation;
 - a proposer: its HTML error page, a 6 MB reply, a reply of no descriptions are one line each and never a
   candidate; one that never answers is bounded by ``--proposer-timeout`` and named so.
 """
@@ -162,8 +165,8 @@ def test_two_thousand_candidates_say_what_tune_will_do_and_show_progress(
         "tune: 24 cases: 12 train, 12 held-out (seed 0); first the run without any change",
         "tune: evaluation 1: r1-base (every case)",
         "tune: round 1: 2,000 candidates for 1 tool: at most 2,003 more evaluations (one pytest run each)",
-        "tune: evaluation 2 of at most 2,004: r1-search-0-train (12 cases)",
-        "tune: evaluation 3 of at most 2,004: r1-search-1-train (12 cases)"]
+        "tune: evaluation 2 of at most 2,004: r1-search-0-train (12 cases, 0 model calls so far)",
+        "tune: evaluation 3 of at most 2,004: r1-search-1-train (12 cases, 0 model calls so far)"]
     assert len(FakeEvaluator.runs) == 2003 and len(err) == 2007  # a line per evaluation, 3 of the plan, the result
 
 
@@ -229,3 +232,34 @@ def test_tune_md_keeps_a_descriptions_lines_and_its_hyphenated_words() -> None:
                     "-read-only and side-effect-free, ordered by created.",
                     "+read-only and side-effect-free, ordered by updated.",
                     " Second line."]
+
+
+def test_a_held_out_part_too_small_for_any_gain_stops_before_any_evaluation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = tune(tmp_path, capsys, "--candidates", candidates(tmp_path / "c.yaml", ["Search kilo."]),
+                     "--holdout", "0.1", "--out", tmp_path / "out")
+    assert code == 4
+    assert err[-1] == ("python -m pytest_mcpeval tune: nothing can be accepted: the held-out part has 2 single-call "
+                       "cases and a significant gain at level 0.05 needs at least 6 of them to change; give more "
+                       "cases or a larger --holdout (now 0.1); nothing was evaluated")
+    assert FakeEvaluator.runs == []
+
+
+def test_a_tool_too_few_held_out_cases_expect_is_named_first_and_skipped_without_an_evaluation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # level 0.01: a gain needs 8 changed cases; 6 held-out cases expect `search`, and the run without any change
+    # routes none wrongly to it (the fake calls `listing` for them)
+    code, err = tune(tmp_path, capsys, "--candidates", candidates(tmp_path / "c.yaml", ["Search kilo."]),
+                     "--level", "0.01", "--out", tmp_path / "out")
+    assert code == 0
+    assert err[2] == ("tune: too few held-out cases expect 1 tool for a significant gain (8 changed cases needed at "
+                      "level 0.01): search (6); their candidates are skipped (too_few_held_out) unless the run "
+                      "without any change wrongly routes enough held-out cases to them")
+    assert err[4] == "tune: round 1: 0 candidates for 0 tools: at most 1 more evaluation (one pytest run each)"
+    assert FakeEvaluator.runs == ["r1-base", "final"]
+    (trial,) = json.loads((tmp_path / "out" / "tune.json").read_text())["candidates"]
+    assert (trial["verdict"], trial["reason"], trial["train"], trial["holdout"]) == ("rejected", "too_few_held_out",
+                                                                                     None, None)
+    assert trial["note"] == ("only 6 held-out cases can change its F1 (6 expect it, 0 wrongly routed to it): a "
+                             "significant gain needs at least 8 changed at level 0.01; not evaluated")
+    assert err[-1].startswith("tune: 0 of 1 candidates accepted;")
