@@ -732,6 +732,15 @@ def test_two_cases_of_three_repeats_flipping_are_two_discordant_cases_not_six() 
         "passed_before": True, "passed_after": False, "share_before": 1.0, "share_after": 0.0,
         "repeats_before": 3, "repeats_after": 3}
     assert [m["case"] for m in result.moved] == [f["case"] for f in result.flipped]  # one move per case, too
+    text = markdown(result, *cluster_runs(2, 10))
+    assert "### Flipped cases (2)" in text
+    row = "| `github.mcpeval.yaml::case-000[gpt-5]` | `list_issues` | 3/3 `list_issues` | 0/3 `search_issues` |"
+    assert row in text
+    from pytest_mcpeval.report.html import render
+
+    baseline, current = cluster_runs(2, 10)
+    page = render({**current, "comparison": comparison_section(result, baseline, current, "b.json", "none")})
+    assert "<td>3/3 list_issues<td>0/3 search_issues</tr>" in page
 
 
 def test_six_cases_of_three_repeats_flipping_are_significant() -> None:
