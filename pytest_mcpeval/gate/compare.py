@@ -1,17 +1,23 @@
 """Compare a run against a baseline run: metric by metric, on the paired cases.
 
-Cases of the two runs are paired by ``(file, id, model, repeat)``; a pair is left out when either side
-is an error (or unscored).  Every metric is computed on the paired cases only, on both sides, so that
-``before`` and ``after`` measure the same cases.
+Cases of the two runs are paired by ``(file, id, model)`` (:mod:`.clusters`): the case is the unit, not the
+repeat.  Each side of a pair is the case's scored repeats, and every per-case value is the mean over them, so
+``before`` and ``after`` are means of per-case means (each case weighs one; with the same number of repeats for
+every case, the mean over all repeats) and a swap in the tests below moves all of a case's repeats together
+(the cluster permutation test): ``k`` changed cases are ``k`` discordant cases however many repeats they have.
+A repeat that is an error (or unscored) is left out of its case.  Every metric is computed on the paired cases
+only, on both sides, so that ``before`` and ``after`` measure the same cases.
 
 The p-value of every metric comes from one exact paired permutation (swap) test (:func:`permutation_test`):
 under the null hypothesis the two outcomes of a paired case are exchangeable, so only the *discordant*
 cases (whose outcome differs between the runs) carry evidence, and ``k`` of them can never give a p-value
 below ``2 / 2**k``: at level 0.05 a drop needs at least six discordant cases, whatever the metric or the
 tool's support.  For ``accuracy`` and ``pass_rate`` the test is the exact McNemar test
-(:func:`mcnemar_exact`); ``macro_f1`` and ``f1[TOOL]`` (``tool_f1``) enumerate the swap patterns.  The
-displayed interval is a percentile interval from a paired bootstrap over cases; it describes the
-difference, the verdict comes from the p-value.
+(:func:`mcnemar_exact`), or, when some case has more than one repeat and its share can be a fraction, the
+sign-flip test of the per-case shares (the same p-value on 0/1 values); ``macro_f1`` and ``f1[TOOL]``
+(``tool_f1``) enumerate the swap patterns over per-case count rows (a case's repeats averaged).  The displayed
+interval is a percentile interval from a paired bootstrap over cases (their repeats resampled together); it
+describes the difference, the verdict comes from the p-value.
 
 ``macro_f1`` averages over the real labels only, as the report does (scoring.metrics): a tool name the
 model invented keeps its ``f1[TOOL]`` and counts against accuracy, but is left out of the average.  Baseline
