@@ -204,7 +204,7 @@ def _checks_and_outputs(group: pytest.OptionGroup) -> None:
     )
     group.addoption(
         "--mcp-compare", dest="mcp_compare", metavar="PATH", default=None,
-        help="compare this run with a baseline case by case (same file, case id, model and repeat)",
+        help="compare this run with a baseline case by case (same file, case id and model; repeats averaged)",
     )
     group.addoption(
         "--mcp-fail-on-drop", dest="mcp_fail_on_drop", metavar="MARGIN", type=unit_interval, default=None,

@@ -700,6 +700,156 @@ def test_large_comparison_runs() -> None:
     assert cpu < 3.0  # about 0.2 s of CPU on one core; a loose guard against a slow path
 
 
+# ------------------------------------------------------------------ repeats: the case is the unit (issue 31)
+
+
+def repeated(outcomes: list[list[bool]], expected: str = "list_issues", wrong: str = "search_issues",
+             first: int = 0) -> list[dict[str, Any]]:
+    """One result per repeat: ``outcomes[i][r]`` says whether repeat ``r`` of case ``first + i`` was correct."""
+    return [case(first + i, expected, expected if right else wrong, repeat=r)
+            for i, repeats in enumerate(outcomes) for r, right in enumerate(repeats)]
+
+
+def cluster_runs(flipping: int, stable: int, repeats: int = 3) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``flipping`` cases whose every repeat goes from correct to wrong, ``stable`` cases correct in both runs."""
+    before = repeated([[True] * repeats] * (flipping + stable))
+    after = repeated([[False] * repeats] * flipping + [[True] * repeats] * stable)
+    return make_baseline(report(before)), report(after)
+
+
+def test_two_cases_of_three_repeats_flipping_are_two_discordant_cases_not_six() -> None:
+    """Two clusters: the swap test has 2**2 patterns, the observed one and its mirror reach it: p = 2/4."""
+    result = compare(*cluster_runs(2, 10))
+    accuracy = by_metric(result)["accuracy"]
+    assert (accuracy["before"], accuracy["after"], accuracy["n"], accuracy["discordant"]) == (1.0, 10 / 12, 12, 2)
+    assert accuracy["p_value"] == 0.5 and not accuracy["drop"]  # on main: 6 discordant pairs, p = 0.03125, a drop
+    assert result.passed and result.paired == {MODEL: 12}
+    assert {c["n"] for c in result.changes} == {12} and {c["discordant"] for c in result.changes} == {2}
+    assert [f["case"] for f in result.flipped] == [f"github.mcpeval.yaml::case-{i:03d}[gpt-5]" for i in range(2)]
+    assert result.flipped[0] | {} == {
+        "case": "github.mcpeval.yaml::case-000[gpt-5]", "model": MODEL, "expected_label": "list_issues",
+        "before": True, "after": False, "called_before": "list_issues", "called_after": "search_issues",
+        "passed_before": True, "passed_after": False, "share_before": 1.0, "share_after": 0.0,
+        "repeats_before": 3, "repeats_after": 3}
+    assert [m["case"] for m in result.moved] == [f["case"] for f in result.flipped]  # one move per case, too
+    text = markdown(result, *cluster_runs(2, 10))
+    assert "### Flipped cases (2)" in text
+    row = "| `github.mcpeval.yaml::case-000[gpt-5]` | `list_issues` | 3/3 `list_issues` | 0/3 `search_issues` |"
+    assert row in text
+    from pytest_mcpeval.report.html import render
+
+    baseline, current = cluster_runs(2, 10)
+    page = render({**current, "comparison": comparison_section(result, baseline, current, "b.json", "none")})
+    assert "<td>3/3 list_issues<td>0/3 search_issues</tr>" in page
+
+
+def test_six_cases_of_three_repeats_flipping_are_significant() -> None:
+    result = compare(*cluster_runs(6, 6))
+    accuracy = by_metric(result)["accuracy"]
+    assert accuracy["p_value"] == 2 / 64 and accuracy["discordant"] == 6 and accuracy["n"] == 12
+    assert accuracy["drop"] and not result.passed
+    assert result.failures()[0].endswith("p = 0.0312, 6 of 12 paired cases changed)")
+
+
+def test_a_case_with_mixed_repeats_is_one_case_with_a_fractional_difference() -> None:
+    """Case 0 goes from 2 of 3 repeats correct to 1 of 3; case 1 stays right: accuracy is the mean of the
+    per-case shares, (2/3 + 1) / 2 -> (1/3 + 1) / 2, and one case changed (p = 1: two sign patterns, both reach)."""
+    before = repeated([[True, True, False], [True, True, True]])
+    after = repeated([[True, False, False], [True, True, True]])
+    result = compare(make_baseline(report(before)), report(after), metrics=("accuracy", "pass_rate"))
+    for change in result.changes:
+        assert change["before"] == pytest.approx(5 / 6) and change["after"] == pytest.approx(2 / 3)
+        assert (change["n"], change["discordant"], change["p_value"]) == (2, 1, 1.0)
+    flip = result.flipped
+    assert len(flip) == 1 and flip[0]["case"] == "github.mcpeval.yaml::case-000[gpt-5]"
+    assert (flip[0]["share_before"], flip[0]["share_after"], flip[0]["before"], flip[0]["after"]) == (
+        pytest.approx(2 / 3), pytest.approx(1 / 3), True, False)
+    # the most frequent call: list_issues before (2 of 3), search_issues after (2 of 3): the case moved, once
+    assert flip[0]["called_before"] == "list_issues" and flip[0]["called_after"] == "search_issues"
+    assert [m["case"] for m in result.moved] == [flip[0]["case"]]
+
+
+def test_a_case_pairs_on_its_mean_whatever_the_repeats_of_each_side() -> None:
+    """A baseline of three repeats, a run of one: the case pairs (its extra repeats are listed as only in the
+    baseline); the values are means of per-case means, each case weighing one."""
+    before = repeated([[True, True, False], [True, True, True]])
+    after = repeated([[False], [True]])
+    result = compare(make_baseline(report(before)), report(after), metrics=("accuracy",))
+    accuracy = by_metric(result)["accuracy"]
+    assert accuracy["before"] == pytest.approx(5 / 6) and accuracy["after"] == 0.5 and accuracy["n"] == 2
+    assert result.only_in_baseline == [f"github.mcpeval.yaml::case-{i:03d}[gpt-5]#{r}" for i in (0, 1) for r in (1, 2)]
+    assert result.flipped[0]["case"] == "github.mcpeval.yaml::case-000[gpt-5]"
+    assert (result.flipped[0]["repeats_before"], result.flipped[0]["repeats_after"]) == (3, 1)
+
+
+def test_an_errored_repeat_is_left_out_of_its_case_alone() -> None:
+    before = repeated([[True, True, True], [True, True, True]])
+    after = repeated([[False, False, False], [True, True, True]])
+    after[1] = case(0, "", "", repeat=1, error="rate limited")
+    result = compare(make_baseline(report(before)), report(after), metrics=("accuracy",))
+    assert result.excluded == ["github.mcpeval.yaml::case-000[gpt-5]#1"] and result.paired == {MODEL: 2}
+    assert result.flipped[0]["repeats_after"] == 2 and result.flipped[0]["share_after"] == 0.0
+
+
+def cluster_reference(base: list[list[dict[str, Any]]], cur: list[list[dict[str, Any]]], metric: str) -> float:
+    """p of the cluster swap test by brute force: swap whole cases (all their repeats), recompute with
+    model_metrics over every repeat (equal repeats per case: the mean over repeats is the mean of case means)."""
+    def value(cases: list[list[dict[str, Any]]]) -> float:
+        m = model_metrics([c for repeats in cases for c in repeats])
+        if metric in ("accuracy", "macro_f1"):
+            return float(m[metric])  # type: ignore[literal-required]
+        tool = m["tools"].get(metric[3:-1])
+        return math.nan if tool is None or tool["f1"] is None else float(tool["f1"])
+
+    def calls(repeats: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+        return [(c["expected_label"], c["called_label"]) for c in repeats]
+
+    changed = [i for i, (b, a) in enumerate(zip(base, cur, strict=True)) if sorted(calls(b)) != sorted(calls(a))]
+    observed = value(cur) - value(base)
+    if math.isnan(observed):
+        return 1.0
+    hits = 0
+    for pattern in itertools.product([False, True], repeat=len(changed)):
+        swap = {i for i, s in zip(changed, pattern, strict=True) if s}
+        before = [cur[i] if i in swap else base[i] for i in range(len(base))]
+        after = [base[i] if i in swap else cur[i] for i in range(len(base))]
+        diff = value(after) - value(before)
+        hits += math.isnan(diff) or abs(diff) >= abs(observed) - 1e-12
+    return hits / (1 << len(changed))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_cluster_swap_test_equals_swapping_whole_cases(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pool = ["list_issues", "search_issues", "get_me", NONE]
+    n, repeats = 10, 3
+    expected = [str(rng.choice(pool)) for _ in range(n)]
+
+    def draw(e: str, flip: float) -> str:
+        return e if rng.random() > flip else str(rng.choice([*pool, "only_called"]))
+
+    base = [[case(i, e, draw(e, 0.2), repeat=r) for r in range(repeats)] for i, e in enumerate(expected)]
+    cur = [[dict(c) for c in repeats_of] for repeats_of in base]
+    for i in rng.choice(n, size=7, replace=False):
+        cur[i] = [case(int(i), expected[i], draw(expected[i], 0.6), repeat=r) for r in range(repeats)]
+    flat = [c for repeats_of in base for c in repeats_of], [c for repeats_of in cur for c in repeats_of]
+    result = compare(make_baseline(report(flat[0])), report(flat[1]), metrics=("accuracy", "macro_f1", "tool_f1"),
+                     resamples=500)
+    assert len(result.changes) > 3 and {c["n"] for c in result.changes} == {n}
+    for change in result.changes:
+        metric = change["metric"]
+        assert change["p_value"] == pytest.approx(cluster_reference(base, cur, metric), abs=1e-12), metric
+
+
+def test_the_interval_resamples_cases_not_repeats() -> None:
+    """Two cases of three repeats, one flipping: a resample of two cases holds it 0, 1 or 2 times, so every
+    resampled difference is 0, -1/2 or -1 (a quarter of them -1); resampling the six repeats would give sixths."""
+    before = repeated([[True] * 3, [True] * 3])
+    after = repeated([[False] * 3, [True] * 3])
+    accuracy = by_metric(compare(make_baseline(report(before)), report(after), metrics=("accuracy",)))["accuracy"]
+    assert (accuracy["diff"], accuracy["ci_low"], accuracy["ci_high"]) == (-0.5, -1.0, 0.0)
+
+
 # ------------------------------------------------------------------------------------------- pairing
 
 

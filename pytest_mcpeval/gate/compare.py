@@ -1,17 +1,23 @@
 """Compare a run against a baseline run: metric by metric, on the paired cases.
 
-Cases of the two runs are paired by ``(file, id, model, repeat)``; a pair is left out when either side
-is an error (or unscored).  Every metric is computed on the paired cases only, on both sides, so that
-``before`` and ``after`` measure the same cases.
+Cases of the two runs are paired by ``(file, id, model)`` (:mod:`.clusters`): the case is the unit, not the
+repeat.  Each side of a pair is the case's scored repeats, and every per-case value is the mean over them, so
+``before`` and ``after`` are means of per-case means (each case weighs one; with the same number of repeats for
+every case, the mean over all repeats) and a swap in the tests below moves all of a case's repeats together
+(the cluster permutation test): ``k`` changed cases are ``k`` discordant cases however many repeats they have.
+A repeat that is an error (or unscored) is left out of its case.  Every metric is computed on the paired cases
+only, on both sides, so that ``before`` and ``after`` measure the same cases.
 
 The p-value of every metric comes from one exact paired permutation (swap) test (:func:`permutation_test`):
 under the null hypothesis the two outcomes of a paired case are exchangeable, so only the *discordant*
 cases (whose outcome differs between the runs) carry evidence, and ``k`` of them can never give a p-value
 below ``2 / 2**k``: at level 0.05 a drop needs at least six discordant cases, whatever the metric or the
 tool's support.  For ``accuracy`` and ``pass_rate`` the test is the exact McNemar test
-(:func:`mcnemar_exact`); ``macro_f1`` and ``f1[TOOL]`` (``tool_f1``) enumerate the swap patterns.  The
-displayed interval is a percentile interval from a paired bootstrap over cases; it describes the
-difference, the verdict comes from the p-value.
+(:func:`mcnemar_exact`), or, when some case has more than one repeat and its share can be a fraction, the
+sign-flip test of the per-case shares (the same p-value on 0/1 values); ``macro_f1`` and ``f1[TOOL]``
+(``tool_f1``) enumerate the swap patterns over per-case count rows (a case's repeats averaged).  The displayed
+interval is a percentile interval from a paired bootstrap over cases (their repeats resampled together); it
+describes the difference, the verdict comes from the p-value.
 
 ``macro_f1`` averages over the real labels only, as the report does (scoring.metrics): a tool name the
 model invented keeps its ``f1[TOOL]`` and counts against accuracy, but is left out of the average.  Baseline
@@ -51,6 +57,8 @@ from typing import Any
 
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEFAULT_RESAMPLES, DROP_CORRECTIONS
 from pytest_mcpeval.gate.catalogs import changed_tools, definitions, known_labels
+from pytest_mcpeval.gate.clusters import Pair, case_key, flips, is_flow, mean_over, pair_cases
+from pytest_mcpeval.gate.clusters import pair_key as _pair_key
 from pytest_mcpeval.gate.paired import LABEL_METRICS, holm, label_changes, mean_change
 from pytest_mcpeval.numbers import sentence
 from pytest_mcpeval.results import ComparisonSection, Flipped, MetricChange
@@ -93,27 +101,23 @@ class Comparison:
         return not any(c["drop"] for c in self.changes)
 
 
-def case_key(case: Mapping[str, Any]) -> str:
-    return f"{case.get('file', '')}::{case.get('id', '')}[{case.get('model', '')}]#{case.get('repeat', 0)}"
+def _paired_values(pairs: list[Pair], value: str, test: str) -> list[list[float]]:
+    """``[before, after]`` of the case field ``value`` per paired case, each the mean over the case's repeats
+    (:func:`~pytest_mcpeval.gate.clusters.mean_over`): a 0/1 outcome for the McNemar test (``passed`` of a
+    repeat without it counts as not passed), a number for the sign-flip test (a case without it on either side
+    is left out)."""
+    out = []
+    for bs, as_ in pairs:
+        b, a = mean_over(bs, value, test == "mcnemar"), mean_over(as_, value, test == "mcnemar")
+        if b is not None and a is not None:
+            out.append([b, a])
+    return out
 
 
-def _pair_key(case: Mapping[str, Any]) -> tuple[str, str, str, int]:
-    return (str(case.get("file", "")), str(case.get("id", "")), str(case.get("model", "")),
-            int(case.get("repeat") or 0))
-
-
-def _usable(case: Mapping[str, Any]) -> bool:
-    return not case.get("error") and case.get("correct") is not None
-
-
-def _paired_values(pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]], value: str,
-                   test: str) -> list[list[float]]:
-    """``[before, after]`` of the case field ``value`` per paired case: a 0/1 outcome for the McNemar test
-    (``passed`` of a case without it counts as not passed), a number present on both sides for the sign-flip
-    test (a pair without it on either side is left out)."""
-    if test == "mcnemar":
-        return [[float(bool(c.get(value))) for c in pair] for pair in pairs]
-    return [[float(c[value]) for c in pair] for pair in pairs if all(c.get(value) is not None for c in pair)]
+def _clustered(pairs: list[Pair]) -> bool:
+    """Whether some paired case has more than one repeat on either side: then its per-case values can be
+    fractions, and the 0/1 metrics are tested by the sign-flip test instead of McNemar's closed form."""
+    return any(len(bs) > 1 or len(as_) > 1 for bs, as_ in pairs)
 
 
 def compare(
@@ -143,31 +147,17 @@ def compare(
 
     before_cases = {_pair_key(c): c for c in baseline.get("cases") or []}
     after_cases = {_pair_key(c): c for c in current_report.get("cases") or []}
-    only_before = [case_key(before_cases[k]) for k in sorted(before_cases.keys() - after_cases.keys())]
-    only_after = [case_key(after_cases[k]) for k in sorted(after_cases.keys() - before_cases.keys())]
-    excluded: list[str] = []
-    kind_changed: list[str] = []
-    pairs: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
-    for k in sorted(before_cases.keys() & after_cases.keys()):
-        b, a = before_cases[k], after_cases[k]
-        if not (_usable(b) and _usable(a)):
-            excluded.append(case_key(a))
-        elif is_flow(b) != is_flow(a):
-            kind_changed.append(case_key(a))
-        else:
-            pairs.setdefault(k[2], []).append((b, a))
-
-    flipped = [_flip(b, a) for model_pairs in pairs.values() for b, a in model_pairs if _outcome(b) != _outcome(a)]
-    moved = [_flip(b, a) for model_pairs in pairs.values() for b, a in model_pairs
-             if not is_flow(b) and b.get("called_label") != a.get("called_label")]
+    pairing = pair_cases(before_cases, after_cases)
+    pairs = pairing.pairs
+    flipped, moved = flips(pairs)
 
     order = [*(current_report.get("models") or {}), *(baseline.get("models") or {})]
     models = [m for m in dict.fromkeys(order) if m in pairs] + sorted(set(pairs) - set(order))
     known = known_labels(baseline, current_report)
     changes: list[MetricChange] = []
     for model in models:
-        families = {"single": [(b, a) for b, a in pairs[model] if not is_flow(b)],
-                    "flows": [(b, a) for b, a in pairs[model] if is_flow(b)]}
+        families = {"single": [(b, a) for b, a in pairs[model] if not is_flow(b[0])],
+                    "flows": [(b, a) for b, a in pairs[model] if is_flow(b[0])]}
         by_metric = (label_changes(model, families["single"], [m for m in metrics if m in LABEL_METRICS], known,
                                    margin, level, resamples, seed) if families["single"] else {})
         for name in metrics:
@@ -175,13 +165,14 @@ def compare(
             if how is not None:
                 values = _paired_values(families[how.cases], how.value, how.test)
                 if values:
-                    by_metric[name] = [mean_change(model, name, how.test, values, margin, level, resamples, seed)]
+                    by_metric[name] = [mean_change(model, name, how.test, values, margin, level, resamples, seed,
+                                                   _clustered(families[how.cases]))]
         own = [c for metric in metrics for c in by_metric.get(metric, [])]
         if correction == "holm":
             holm(own, level, margin)
         changes += own
-    return Comparison(changes, only_before, only_after, flipped, excluded,
-                      {m: len(pairs[m]) for m in models}, margin, level, kind_changed, correction, moved)
+    return Comparison(changes, pairing.only_in_baseline, pairing.only_in_current, flipped, pairing.excluded,
+                      {m: len(pairs[m]) for m in models}, margin, level, pairing.kind_changed, correction, moved)
 
 
 def nothing_compared(comparison: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
@@ -198,7 +189,7 @@ def nothing_compared(comparison: Comparison, baseline: Mapping[str, Any], curren
         names = sorted({str(c.get("model")) for c in report.get("cases") or []})
         return ", ".join(names) if names else "none"
 
-    return ("no case of this run pairs with the baseline (none has the same file, case id, model and repeat; the "
+    return ("no case of this run pairs with the baseline (none has the same file, case id and model; the "
             f"baseline's models: {models(baseline)}; this run's: {models(current)}), so no drop could be measured")
 
 
@@ -230,32 +221,3 @@ def comparison_section(comparison: Comparison, baseline: Mapping[str, Any], curr
 def _tool_f1(tools: Mapping[str, Any]) -> dict[str, float | None]:
     """The baseline's F1 per tool: a baseline keeps the number, a full report used as one its ``f1``."""
     return {tool: (v.get("f1") if isinstance(v, Mapping) else v) for tool, v in tools.items()}
-
-
-def is_flow(case: Mapping[str, Any]) -> bool:
-    """A multi-step flow (``flow: true``); a case without the key, as in baselines older than flows, is a single
-    call."""
-    return bool(case.get("flow"))
-
-
-def _outcome(case: Mapping[str, Any]) -> bool:
-    """What a flipped case flipped: ``passed`` of a flow (its ``correct`` is only its first call), ``correct``
-    of a single call."""
-    return bool(case.get("passed")) if is_flow(case) else bool(case["correct"])
-
-
-def _flip(b: Mapping[str, Any], a: Mapping[str, Any]) -> Flipped:
-    out: Flipped = {
-        "case": case_key(a),
-        "model": str(a.get("model")),
-        "expected_label": a.get("expected_label"),
-        "before": _outcome(b),
-        "after": _outcome(a),
-        "called_before": b.get("called_label"),
-        "called_after": a.get("called_label"),
-        "passed_before": b.get("passed"),
-        "passed_after": a.get("passed"),
-    }
-    if is_flow(a):
-        out["flow"] = True
-    return out

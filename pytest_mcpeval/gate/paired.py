@@ -48,15 +48,28 @@ def _stats(counts: Any, n: int, n_labels: int, include: Any = None) -> dict[str,
             "f1": f1}
 
 
-def bootstrap_metrics(before: _Side, after: _Side, n_labels: int, resamples: int, seed: int, include: Any = None,
-                      ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """Observed and resampled metrics on both sides: ``(observed_before, observed_after, boot_before,
-    boot_after)``; each resample draws paired case indices with replacement (the same for both sides).
-    ``include`` as in :func:`_stats`."""
+def case_rows(cols: Any, sizes: Sequence[int]) -> Any:
+    """One row per case from one row per repeat (``cols``, the repeats of each case consecutive, ``sizes`` of
+    them per case): the mean of its repeats' rows.  With one repeat per case, ``cols`` itself."""
     import numpy as np
 
-    n = len(before.correct)
-    cols = np.hstack([_columns(before, n_labels), _columns(after, n_labels)])
+    if all(size == 1 for size in sizes):
+        return cols
+    sizes_arr = np.asarray(sizes, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes_arr)[:-1]])
+    return np.add.reduceat(cols, starts, axis=0) / sizes_arr[:, None]
+
+
+def bootstrap_metrics(cols_before: Any, cols_after: Any, n_labels: int, resamples: int, seed: int,
+                      include: Any = None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Observed and resampled metrics on both sides from per-case columns (:func:`_columns`, averaged over each
+    case's repeats by :func:`case_rows`): ``(observed_before, observed_after, boot_before, boot_after)``; each
+    resample draws paired case indices with replacement (the same for both sides), so a case's repeats are
+    resampled together.  ``include`` as in :func:`_stats`."""
+    import numpy as np
+
+    n = len(cols_before)
+    cols = np.hstack([cols_before, cols_after])
     width = cols.shape[1] // 2
     observed = cols.sum(axis=0)[None, :]
     boot = resampled_sums(cols, resamples, seed)
@@ -137,22 +150,22 @@ def holm(family: list[MetricChange], level: float, margin: float) -> None:
         change["improvement"] = change["significant"] and diff is not None and diff > margin
 
 
-def label_changes(model: str, model_pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]],
-                         metrics: Sequence[str], known: set[str] | None, margin: float, level: float, resamples: int,
-                         seed: int) -> dict[str, list[MetricChange]]:
-    """``macro_f1`` and ``tool_f1`` of one model over its paired single-call cases, tested by the swap test over
-    the labels: metric -> changes (``tool_f1``: one per label)."""
+def label_changes(model: str, model_pairs: Sequence[tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]],
+                  metrics: Sequence[str], known: set[str] | None, margin: float, level: float, resamples: int,
+                  seed: int) -> dict[str, list[MetricChange]]:
+    """``macro_f1`` and ``tool_f1`` of one model over its paired single-call cases (each side: the case's repeats),
+    tested by the swap test over the labels: metric -> changes (``tool_f1``: one per label).  A case is one row of
+    counts, the mean of its repeats' rows, so a swap moves all its repeats together."""
     import numpy as np
 
     out: dict[str, list[MetricChange]] = {}
     if not metrics:
         return out
     n = len(model_pairs)
-    labels = sort_labels(
-        str(c.get(key) or NONE) for pair in model_pairs for c in pair for key in ("expected_label", "called_label")
-    )
+    repeats = [c for pair in model_pairs for side in pair for c in side]
+    labels = sort_labels(str(c.get(key) or NONE) for c in repeats for key in ("expected_label", "called_label"))
     index = {label: i for i, label in enumerate(labels)}
-    expected = {str(c.get("expected_label") or NONE) for pair in model_pairs for c in pair}
+    expected = {str(c.get("expected_label") or NONE) for c in repeats}
     include = None if known is None else np.array([x in known or x in expected for x in labels], dtype=bool)
 
     def side(cases: list[Mapping[str, Any]]) -> _Side:
@@ -163,9 +176,9 @@ def label_changes(model: str, model_pairs: list[tuple[Mapping[str, Any], Mapping
             called=np.array([index[str(c.get("called_label") or NONE)] for c in cases], dtype=np.int64),
         )
 
-    before, after = side([b for b, _ in model_pairs]), side([a for _, a in model_pairs])
-    ob, oa, bb, ba = bootstrap_metrics(before, after, len(labels), resamples, seed, include)
-    cols_b, cols_a = _columns(before, len(labels)), _columns(after, len(labels))
+    cols_b, cols_a = (case_rows(_columns(side([c for pair in model_pairs for c in pair[i]]), len(labels)),
+                                [len(pair[i]) for pair in model_pairs]) for i in (0, 1))
+    ob, oa, bb, ba = bootstrap_metrics(cols_b, cols_a, len(labels), resamples, seed, include)
     for metric in metrics:
         if metric == "macro_f1":
             test = permutation_test(cols_b[:, 2:], cols_a[:, 2:], _macro_stat(len(labels), include), resamples, seed)
@@ -182,16 +195,18 @@ def label_changes(model: str, model_pairs: list[tuple[Mapping[str, Any], Mapping
 
 
 def mean_change(model: str, metric: str, kind: str, values: list[list[float]], margin: float, level: float,
-                resamples: int, seed: int) -> MetricChange:
+                resamples: int, seed: int, clustered: bool = False) -> MetricChange:
     """A metric that is a mean over paired cases (the registry's ``Paired``), ``values`` one ``[before, after]``
-    per case: 0/1 outcomes tested by the exact McNemar test (``kind="mcnemar"``: accuracy, pass_rate,
-    flow_pass_rate) or a continuous value by the exact sign-flip test of the per-case differences
-    (``"sign_flip"``: coverage); the interval from the paired bootstrap over cases."""
+    per case (each the mean over the case's repeats): 0/1 outcomes tested by the exact McNemar test
+    (``kind="mcnemar"``: accuracy, pass_rate, flow_pass_rate) or a continuous value by the exact sign-flip test of
+    the per-case differences (``"sign_flip"``: coverage); the interval from the paired bootstrap over cases.
+    ``clustered`` (some case has more than one repeat): the per-case outcomes are shares, so McNemar's closed
+    form gives way to the sign-flip test, which on 0/1 values gives the same p-value."""
     import numpy as np
 
     cols = np.array(values, dtype=np.float64).reshape(len(values), 2)
     n = len(cols)
-    if kind == "mcnemar":
+    if kind == "mcnemar" and not clustered:
         worse = int(np.sum((cols[:, 0] == 1) & (cols[:, 1] == 0)))
         better = int(np.sum((cols[:, 0] == 0) & (cols[:, 1] == 1)))
         test = (mcnemar_exact(worse, better), worse + better)

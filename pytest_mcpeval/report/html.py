@@ -106,11 +106,14 @@ def _comparison(report: Report) -> str:
                    + "".join(rows) + "</tbody></table>")
     flipped = comparison.get("flipped") or []
     if flipped:
+        from pytest_mcpeval.report.moved import outcome_share
+
         mark = {True: '<span class="ok">✓</span>', False: '<span class="bad">✗</span>'}
         items = "".join(
             f"<tr><td>{text(f['case'], 400)}<td>{text(f.get('expected_label') or '')}"
-            f"<td>{mark[bool(f['before'])]} {text(f.get('called_before') or '')}"
-            f"<td>{mark[bool(f['after'])]} {text(f.get('called_after') or '')}</tr>" for f in flipped[:LIST])
+            f"<td>{text(outcome_share(f, False) or '') or mark[bool(f['before'])]} {text(f.get('called_before') or '')}"
+            f"<td>{text(outcome_share(f, True) or '') or mark[bool(f['after'])]} {text(f.get('called_after') or '')}"
+            "</tr>" for f in flipped[:LIST])
         more = f"<p class=muted>… and {len(flipped) - LIST} more</p>" if len(flipped) > LIST else ""
         out.append(f"<h3>Flipped cases ({len(flipped)})</h3><table><thead><tr><th>case<th>expected<th>before"
                    f"<th>after</tr></thead><tbody>{items}</tbody></table>{more}")

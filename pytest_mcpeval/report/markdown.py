@@ -255,6 +255,8 @@ def _moved(comparison: ComparisonSection) -> list[str]:
 
 
 def _flipped_and_left_out(comparison: ComparisonSection) -> list[str]:
+    from pytest_mcpeval.report.moved import outcome_share
+
     lines: list[str] = []
     flipped = comparison["flipped"]
     if flipped:
@@ -263,9 +265,10 @@ def _flipped_and_left_out(comparison: ComparisonSection) -> list[str]:
                   "| case | expected | before | after |", "| --- | --- | --- | --- |"]
         for f in shown:
             mark = {True: "✓", False: "✗"}
+            before, after = (outcome_share(f, False) or mark[f["before"]]), (outcome_share(f, True) or mark[f["after"]])
             lines.append(f"| {code(f['case'], table=True)} | {code(f['expected_label'], table=True)} "
-                         f"| {mark[f['before']]} {code(f['called_before'], table=True)} "
-                         f"| {mark[f['after']]} {code(f['called_after'], table=True)} |")
+                         f"| {before} {code(f['called_before'], table=True)} "
+                         f"| {after} {code(f['called_after'], table=True)} |")
         if len(flipped) > len(shown):
             lines.append(f"\n… and {len(flipped) - len(shown)} more")
     lines += _moved(comparison)

@@ -22,3 +22,13 @@ def by_tool(moved: Sequence[Flipped]) -> list[tuple[str, list[Flipped], list[Fli
     tools = sorted(gained.keys() | lost.keys(),
                    key=lambda t: (-(len(gained.get(t, [])) + len(lost.get(t, []))), t == NONE, t))
     return [(tool, gained.get(tool, []), lost.get(tool, [])) for tool in tools]
+
+
+def outcome_share(flip: Flipped, after: bool) -> str | None:
+    """``k/n`` for a case with several repeats (gate.clusters): ``k`` of its ``n`` repeats on that side had the
+    outcome (correct, or passed for a flow); ``None`` for a case of one repeat, shown as ✓ or ✗."""
+    share, repeats = ((flip.get("share_after"), flip.get("repeats_after")) if after
+                      else (flip.get("share_before"), flip.get("repeats_before")))
+    if share is None or repeats is None:
+        return None
+    return f"{round(share * repeats)}/{repeats}"

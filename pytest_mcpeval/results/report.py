@@ -152,7 +152,8 @@ class ToolChange(TypedDict):
 
 
 class Flipped(TypedDict):
-    """A paired case whose outcome changed: ``correct`` of a single call, ``passed`` of a flow."""
+    """A paired case whose outcome changed (``correct`` of a single call, ``passed`` of a flow), or, in ``moved``,
+    whose called tool changed; one entry per case, whatever its repeats (gate.clusters)."""
 
     case: str
     model: str
@@ -164,6 +165,12 @@ class Flipped(TypedDict):
     passed_before: bool | None
     passed_after: bool | None
     flow: NotRequired[bool]  # true for a flow (then before/after are its passed); absent for a single call
+    # A case with more than one repeat on either side (the key is then the case's, file::id[model]): the share of
+    # its repeats with the outcome and how many repeats each side has; before/after say whether half or more had it
+    share_before: NotRequired[float]
+    share_after: NotRequired[float]
+    repeats_before: NotRequired[int]
+    repeats_after: NotRequired[int]
 
 
 class ComparisonSection(TypedDict):

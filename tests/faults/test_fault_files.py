@@ -128,7 +128,7 @@ def test_a_baseline_for_other_models_fails_the_drop_gate(project: pytest.Pyteste
     saved["cases"] = [{**c, "model": "ghost"} for c in saved["cases"]]
     saved["models"] = {"ghost": saved["models"]["fake"]}
     (project.path / "base.json").write_text(json.dumps(saved))
-    sentence = ("no case of this run pairs with the baseline (none has the same file, case id, model and repeat; "
+    sentence = ("no case of this run pairs with the baseline (none has the same file, case id and model; "
                 "the baseline's models: ghost; this run's: fake), so no drop could be measured")
     result = compare(project)
     result.stdout.fnmatch_lines([f"GATE FAILED --mcp-fail-on-drop: {sentence}"])
