@@ -85,6 +85,9 @@ def messages(target: Target, catalog: Catalog, per_tool: int, requests: Mapping[
     shown = sample(target.tool)
     if shown:
         lines += ["", "Requests the benchmark already has for it (write different ones):", *(f"- {r}" for r in shown)]
+    required = ", ".join(f'"{name}": ...' for name in catalog.required(target.tool))
+    lines += ["", f'Each case: {{"request": "...", "arguments": {{{required}}}}}'
+              + ("" if required else " (this tool takes no required argument: often {})")]
     if target.like is None:
         lines += ["", f"Write {per_tool} new requests that need this tool, each with its arguments."]
     else:
@@ -179,6 +182,7 @@ class Drafter:
         self.seed = seed
         self.calls = 0
         self.replayed = 0
+        self.failed = 0  # calls that failed after one that succeeded (said per target, the command goes on)
         self.cost_usd = 0.0
 
     def ask(self, target: Target, request: list[dict[str, Any]]) -> Reply:
@@ -200,8 +204,11 @@ class Drafter:
         try:
             reply = complete(self.model, request, [], retries=self.RETRIES, timeout=self.timeout, seed=self.seed,
                              timeout_option="--timeout")
-        except ModelCallError as exc:
-            raise DraftError(f"--model={self.model.name}: {str(exc).splitlines()[0]}", status=3) from None
+        except ModelCallError as exc:  # a drafter that never answered stops the command; one that did goes on
+            if not self.calls:
+                raise DraftError(f"--model={self.model.name}: {str(exc).splitlines()[0]}", status=3) from None
+            self.failed += 1
+            return Reply([], 0, f"the drafter failed: {str(exc).splitlines()[0]}")
         self.calls += 1
         self.cost_usd += reply.cost_usd or 0.0
         parsed = parse_reply(target, reply.content)

@@ -39,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(pairs of --report's confusions and the lint's similar pairs), tool names "
                              "(default: blind,confused)")
     parser.add_argument("--per-tool", type=int, default=3, metavar="N", help="drafts asked per target (default 3)")
+    parser.add_argument("--max-targets", type=int, default=None, metavar="N",
+                        help="draft for the first N targets only (a slow drafter on a large catalog)")
     parser.add_argument("--out", type=Path, default=None, metavar="FILE",
                         help=f"the benchmark file written (default: {DEFAULT_OUT} beside the first PATH)")
     parser.add_argument("--report", type=Path, default=None, metavar="FILE",
@@ -67,6 +69,8 @@ def _check(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
         raise DraftError("no model: give --model MODEL (e.g. local/qwen2.5-coder-0.5b)")
     if args.per_tool < 1:
         raise DraftError(f"--per-tool={args.per_tool}: expected a number of drafts of 1 or more")
+    if args.max_targets is not None and args.max_targets < 1:
+        raise DraftError(f"--max-targets={args.max_targets}: expected a number of targets of 1 or more")
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise DraftError(f"--timeout={args.timeout:g}: expected a number of seconds above 0")
     try:
@@ -123,6 +127,9 @@ def draft(args: argparse.Namespace) -> int:
     counts = support(source.files)
     targets = choose(args.tools, source.catalog, counts, confusions)
     _say(blind_summary(source.catalog, counts))
+    if args.max_targets is not None and len(targets) > args.max_targets:
+        _say(f"--max-targets={args.max_targets}: drafting for the first {args.max_targets} of {len(targets)} targets")
+        targets = targets[:args.max_targets]
     if not targets:
         _say("nothing to draft for: no target tool (name tools with --tools)")
     existing: dict[str, list[str]] = {}  # expected tool -> the benchmark's requests (drafts of earlier runs too)
@@ -172,7 +179,7 @@ def _write(out: Path, source: Any, kept: Any, args: argparse.Namespace) -> None:
         stem = "draft-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in d.target.tool)
         ids[stem] = ids.get(stem, 0) + 1
         cases.append(case_data(d, f"{stem}-{ids[stem]}"))
-    command = shlex.join(["python -m pytest_mcpeval draft", *args.paths, f"--model={args.model}",
+    command = "python -m pytest_mcpeval draft " + shlex.join([*args.paths, f"--model={args.model}",
                           f"--tools={args.tools}", f"--per-tool={args.per_tool}", f"--seed={args.seed}"])
     header = (f"# Drafted by: {command}\n"
               "# Every case is a proposal (`draft: true`): it runs and is reported apart, but no metric, gate,\n"
@@ -180,15 +187,16 @@ def _write(out: Path, source: Any, kept: Any, args: argparse.Namespace) -> None:
               "# with {text: ...} or {regex: ...}), then remove its `draft: true` line (docs/drafting.md).\n"
               f"# Kept only if it names no tool, passes the lint against the live schemas and is no near-duplicate\n"
               f"# (TF-IDF cosine < {NEAR_DUPLICATE:g}) of a case or of another draft.\n")
+    if not cases:  # a benchmark file needs a case: none is written (pytest would fail to collect an empty one)
+        return
     body = yaml.safe_dump({"version": 1, "server": server, "cases": cases}, sort_keys=False, allow_unicode=True,
-                          width=120) if cases else ""
-    write_text(header + body if cases else header + "# (no draft was kept)\n", out)
-    if cases:
-        try:
-            load(out)
-        except BenchmarkError as exc:  # a bug of this command, not the user's: said as such
-            raise DraftError(f"{out}: the file written does not load ({str(exc).splitlines()[0]}): please report "
-                             "this", status=3) from None
+                          width=120)
+    write_text(header + body, out)
+    try:
+        load(out)
+    except BenchmarkError as exc:  # a bug of this command, not the user's: said as such
+        raise DraftError(f"{out}: the file written does not load ({str(exc).splitlines()[0]}): please report this",
+                         status=3) from None
 
 
 def _summary(out: Path, targets: Sequence[Any], kept: Any, drafter: Any, notes: Sequence[str]) -> None:
@@ -209,4 +217,4 @@ def _summary(out: Path, targets: Sequence[Any], kept: Any, drafter: Any, notes: 
     if kept.drafts:
         print(f"written to {out}: review each case, then remove its `draft: true` (docs/drafting.md)")
     else:
-        print(f"no draft kept; {out} holds none")
+        print(f"no draft kept; nothing written to {out}")

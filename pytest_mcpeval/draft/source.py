@@ -7,6 +7,7 @@ another server, or none (an ``mcp_server`` fixture's), is left out and said.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ def benchmark_paths(paths: Sequence[str]) -> list[Path]:
                                         for part in p.relative_to(path).parts[:-1]))
         else:
             raise DraftError(f"{text}: no such file or folder")
-    unique = list(dict.fromkeys(p.resolve() for p in found))
+    unique = list({p.resolve(): p for p in reversed(found)}.values())[::-1]  # each once, as the user named it
     if not unique:
         raise DraftError(f"no benchmark file in {' '.join(paths)}")
     return unique
@@ -61,7 +62,7 @@ def load_source(paths: Sequence[str], out: Path, timeout: float) -> Source:
 
     files: list[Benchmark] = []
     for path in benchmark_paths(paths):
-        if path == out.resolve():
+        if path.resolve() == out.resolve():
             continue
         try:
             files.append(load(path))
@@ -75,15 +76,16 @@ def load_source(paths: Sequence[str], out: Path, timeout: float) -> Source:
     assert first.spec.server is not None
     same = [b for b in with_server if _server_key(b) == _server_key(first)]
     notes = [f"{b.path}: left out (its server is not the one of {first.path})" for b in files if b not in same]
-    with tempfile.TemporaryDirectory(prefix="mcpeval-draft-") as logs:
-        pool = ServerPool(Path(logs), timeout)
-        try:
-            catalog = pool.catalog_for_spec(first.spec.server, first.path.parent, Path.cwd())
-        except ServerError as exc:
-            raise DraftError(f"{first.path}: the server did not give its tools: {str(exc).splitlines()[0]}",
-                             status=3) from None
-        finally:
-            pool.close()
+    logs = Path(tempfile.mkdtemp(prefix="mcpeval-draft-"))  # kept only when the server failed: its log is named
+    pool = ServerPool(logs, timeout)
+    try:
+        catalog = pool.catalog_for_spec(first.spec.server, first.path.parent, Path.cwd())
+    except ServerError as exc:
+        raise DraftError(f"{first.path}: the server did not give its tools: {str(exc).splitlines()[0]}",
+                         status=3) from None
+    finally:
+        pool.close()
+    shutil.rmtree(logs, ignore_errors=True)
     return Source(same, catalog, notes)
 
 
