@@ -150,6 +150,9 @@ def test_confused_pairs_are_drafted_contrastively(project: Path, model_server: S
      "--out=bench.mcpeval.yaml: holds 3 reviewed case(s) (no `draft: true`: me-1, issues-1, search-1); move them to "
      "another benchmark file or give another --out"),
     (["bench.mcpeval.yaml", "--model=m", "--per-tool=x"], "argument --per-tool: invalid int value: 'x'"),
+    (["bench.mcpeval.yaml", "--model=m", "--model-params=[1]"], "--model-params: expected a JSON object"),
+    (["bench.mcpeval.yaml", "--model=m", "--max-targets=0"],
+     "--max-targets=0: expected a number of targets of 1 or more"),
 ])
 def test_a_user_mistake_is_one_line_and_exit_4(project: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                                message: str) -> None:

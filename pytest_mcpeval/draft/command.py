@@ -8,28 +8,28 @@ the drafter failed; one line on stderr each.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
+from pytest_mcpeval.cli import json_object, one_line_usage
 from pytest_mcpeval.draft import DraftError
+
+if TYPE_CHECKING:
+    from pytest_mcpeval.draft.ask import Drafter
+    from pytest_mcpeval.draft.keep import Kept
+    from pytest_mcpeval.draft.source import Source
+    from pytest_mcpeval.draft.targets import Target
 
 HELP = "propose cases for the tools the drop gate is blind to, marked draft: true for a person to review"
 DEFAULT_OUT = "drafts.mcpeval.yaml"
 
 
-def _usage(message: str) -> NoReturn:
-    """argparse's errors of this command: one line, exit status 4 (the command's usage errors), not argparse's 2."""
-    print(f"python -m pytest_mcpeval draft: {message}", file=sys.stderr)
-    raise SystemExit(4)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.error = _usage  # type: ignore[method-assign]
+    one_line_usage(parser, "draft")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="benchmark files or folders, as for pytest")
     parser.add_argument("--model", help="the drafter: a litellm model string or local/qwen2.5-coder-0.5b")
     parser.add_argument("--model-params", default="{}", metavar="JSON",
@@ -74,11 +74,9 @@ def _check(args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise DraftError(f"--timeout={args.timeout:g}: expected a number of seconds above 0")
     try:
-        params = json.loads(args.model_params)
+        params = json_object(args.model_params, "--model-params")
     except ValueError as exc:
-        raise DraftError(f"--model-params: not JSON ({exc})") from None
-    if not isinstance(params, dict):
-        raise DraftError("--model-params: expected a JSON object")
+        raise DraftError(str(exc)) from None
     first = Path(args.paths[0])
     out: Path = args.out or (first if first.is_dir() else first.parent) / DEFAULT_OUT
     from pytest_mcpeval.settings import FILE_SUFFIXES
@@ -160,7 +158,7 @@ def _say(line: str) -> None:
     print(f"draft: {line}", file=sys.stderr, flush=True)
 
 
-def _write(out: Path, source: Any, kept: Any, args: argparse.Namespace) -> None:
+def _write(out: Path, source: Source, kept: Kept, args: argparse.Namespace) -> None:
     """The kept drafts as a benchmark file (the first file's server block), checked by loading it back."""
     import yaml
 
@@ -170,6 +168,7 @@ def _write(out: Path, source: Any, kept: Any, args: argparse.Namespace) -> None:
     from pytest_mcpeval.storage import write_text
 
     first = source.first
+    assert first.spec.server is not None  # load_source keeps the files of a server block only
     server = first.spec.server.model_dump(mode="json", exclude_unset=True)
     if out.resolve().parent != first.path.parent:  # paths of the server block are relative to the file
         _say(f"the server block is copied from {first.path}: its relative paths, if any, now read from {out.parent}")
@@ -199,7 +198,7 @@ def _write(out: Path, source: Any, kept: Any, args: argparse.Namespace) -> None:
                          status=3) from None
 
 
-def _summary(out: Path, targets: Sequence[Any], kept: Any, drafter: Any, notes: Sequence[str]) -> None:
+def _summary(out: Path, targets: Sequence[Target], kept: Kept, drafter: Drafter, notes: Sequence[str]) -> None:
     from pytest_mcpeval.text import plural
 
     dropped = sum(kept.dropped.values())
