@@ -33,7 +33,8 @@ def project(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pyt
 
 def test_a_missed_draft_fails_no_gate_and_is_reported_apart(project: pytest.Pytester) -> None:
     result = run(project, "--mcp-models=fake", "--mcp-min-accuracy=1.0", "--mcp-strict", "--mcp-lint",
-                 "--mcp-report=report.json", "--mcp-save-baseline=base.json")
+                 "--mcp-report=report.json", "--mcp-save-baseline=base.json", "--mcp-markdown=r.md",
+                 "--mcp-html=r.html")
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "*2 draft cases (left out of the gate until reviewed): d-miss, d-pass",
