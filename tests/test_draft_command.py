@@ -46,14 +46,23 @@ REPLY = {"cases": [
 ]}
 
 
+def _tools() -> list[dict[str, Any]]:
+    data = json.loads(GITHUB_TOOLS.read_text())
+    return [t for t in (data if isinstance(data, list) else data["tools"]) if t["name"] in TOOLS]
+
+
+def asked_for(text: str) -> str:
+    """The tool a drafter's request is about (the prompt shows its description, not its name)."""
+    return next(t["name"] for t in _tools() if text.startswith(f"The tool: {' '.join(t['description'].split())}"))
+
+
 @pytest.fixture
 def project(tmp_path: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    data = json.loads(GITHUB_TOOLS.read_text())
-    tools = data if isinstance(data, list) else data["tools"]
-    (tmp_path / "tools.json").write_text(json.dumps([t for t in tools if t["name"] in TOOLS]))
+    (tmp_path / "tools.json").write_text(json.dumps(_tools()))
     (tmp_path / "bench.mcpeval.yaml").write_text(BENCH)
-    model_server.script("Tool: list_issues*", {"content": "```json\n" + json.dumps(REPLY) + "\n```"})
+    fenced = {"content": "```json\n" + json.dumps(REPLY) + "\n```"}
+    model_server.script("The tool: List issues in a GitHub repository.*", fenced)
     return tmp_path
 
 
@@ -106,11 +115,12 @@ def test_blind_tools_come_first_and_the_drafter_sees_the_tool(project: Path, mod
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert draft(model_server, "bench.mcpeval.yaml", "--tools=blind", "--per-tool=2") == 0
     asked = [r["messages"][-1]["content"] for r in model_server.requests]
-    assert [text.splitlines()[0] for text in asked] == [
-        "Tool: add_issue_comment_reaction", "Tool: add_issue_reaction", "Tool: list_pull_requests",
-        "Tool: search_pull_requests", "Tool: get_me", "Tool: list_issues", "Tool: search_issues",
+    assert [asked_for(text) for text in asked] == [
+        "add_issue_comment_reaction", "add_issue_reaction", "list_pull_requests", "search_pull_requests", "get_me",
+        "list_issues", "search_issues",
     ]  # no case first, then one case each, by name
     issues = asked[5]
+    assert "list_issues" not in issues  # its name is not shown: a small drafter copies it into its requests
     assert "- owner (string, required): " in issues
     assert "- state (string, one of \"OPEN\", \"CLOSED\"): " in issues
     assert "- Show the open issues of acme/webapp" in issues  # the benchmark's own, not to repeat
@@ -126,15 +136,14 @@ def test_confused_pairs_are_drafted_contrastively(project: Path, model_server: S
     (project / "report.json").write_text(json.dumps(report))
     assert draft(model_server, "bench.mcpeval.yaml", "--tools=confused", "--report=report.json") == 0
     asked = [r["messages"][-1]["content"] for r in model_server.requests]
-    assert [text.splitlines()[0] for text in asked[:2]] == ["Tool: list_issues", "Tool: search_issues"]
-    assert "Another tool, easily confused with it: search_issues" in asked[0]
+    assert [asked_for(text) for text in asked[:2]] == ["list_issues", "search_issues"]
+    assert "Another tool, easily confused with it: Search issues using natural-language semantic" in asked[0]
     assert "Requests that need the other tool:\n- Find issues about the Safari login crash" in asked[0]
-    assert asked[0].endswith("Write 3 new requests that read like requests for search_issues but that only "
-                             "list_issues answers, each with the arguments of list_issues.")
+    assert asked[0].endswith("Write 3 new requests that read like requests for the other tool but that only this "
+                             "tool answers, each with the arguments of this tool.")
     # then the lint's similar pairs (TF-IDF >= 0.7: list_pull_requests ~ search_pull_requests, 0.51, is not), both ways
-    assert [text.splitlines()[0] for text in asked[2:]] == ["Tool: add_issue_comment_reaction",
-                                                             "Tool: add_issue_reaction"]
-    assert "Another tool, easily confused with it: add_issue_reaction" in asked[2]
+    assert [asked_for(text) for text in asked[2:]] == ["add_issue_comment_reaction", "add_issue_reaction"]
+    assert "Another tool, easily confused with it: Add a reaction to an issue or pull request." in asked[2]
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -80,8 +80,9 @@ def messages(target: Target, catalog: Catalog, per_tool: int, requests: Mapping[
         own = list(requests.get(tool, []))
         return rng.sample(own, min(MAX_EXAMPLES, len(own)))
 
-    lines = [f"Tool: {target.tool}", f"Description: {_described(catalog, target.tool)}", "Arguments:",
-             *_arguments(catalog, target.tool)]
+    # the tool's name is not shown: a small drafter writes it into its requests (`add_sub_issue 123 ...`), and a
+    # request that names its tool is dropped; what the tool does is in its description and arguments
+    lines = [f"The tool: {_described(catalog, target.tool)}", "Its arguments:", *_arguments(catalog, target.tool)]
     shown = sample(target.tool)
     if shown:
         lines += ["", "Requests the benchmark already has for it (write different ones):", *(f"- {r}" for r in shown)]
@@ -91,13 +92,12 @@ def messages(target: Target, catalog: Catalog, per_tool: int, requests: Mapping[
     if target.like is None:
         lines += ["", f"Write {per_tool} new requests that need this tool, each with its arguments."]
     else:
-        lines += ["", f"Another tool, easily confused with it: {target.like}",
-                  f"Its description: {_described(catalog, target.like)}"]
+        lines += ["", f"Another tool, easily confused with it: {_described(catalog, target.like)}"]
         theirs = sample(target.like)
         if theirs:
             lines += ["Requests that need the other tool:", *(f"- {r}" for r in theirs)]
-        lines += ["", f"Write {per_tool} new requests that read like requests for {target.like} but that only "
-                  f"{target.tool} answers, each with the arguments of {target.tool}."]
+        lines += ["", f"Write {per_tool} new requests that read like requests for the other tool but that only "
+                  "this tool answers, each with the arguments of this tool."]
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 

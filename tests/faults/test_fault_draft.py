@@ -99,8 +99,8 @@ def test_an_argument_read_as_a_matcher_drops_its_draft(project: Path, model_serv
 def test_a_drafter_failing_after_it_answered_skips_that_target(project: Path, model_server: ScriptedModelServer,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     reply = {"cases": [{"request": "Anything on the tax return?", "arguments": {"query": "tax return"}}]}
-    model_server.script("Tool: search_notes*", {"content": json.dumps(reply)})
-    model_server.script("Tool: list_notes*", {"status": 500, "error": "overloaded"})
+    model_server.script("The tool: Search notes*", {"content": json.dumps(reply)})
+    model_server.script("The tool: List every note.*", {"status": 500, "error": "overloaded"})
     assert draft(model_server, "--tools=search_notes,list_notes") == 0
     captured = capsys.readouterr()
     assert "draft: nothing drafted for `list_notes`: the drafter failed: " in captured.err
