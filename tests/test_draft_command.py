@@ -42,6 +42,7 @@ REPLY = {"cases": [
     {"request": "Which bugs labelled crash are still open in acme/api, newest first please?",
      "arguments": {"owner": "acme", "repo": "api"}},
     {"request": 5, "arguments": {}},
+    {"request": "LIST_ISSUES", "arguments": {"owner": "acme", "repo": "api"}},  # its description, word for word
     {"request": "Anything updated since Monday in acme/docs?", "arguments": {"owner": "acme", "repo": "docs"}},
 ]}
 
@@ -49,6 +50,10 @@ REPLY = {"cases": [
 def _tools() -> list[dict[str, Any]]:
     data = json.loads(GITHUB_TOOLS.read_text())
     return [t for t in (data if isinstance(data, list) else data["tools"]) if t["name"] in TOOLS]
+
+
+def _described(name: str) -> str:
+    return " ".join(next(t["description"] for t in _tools() if t["name"] == name).split())
 
 
 def asked_for(text: str) -> str:
@@ -61,7 +66,8 @@ def project(tmp_path: Path, model_server: ScriptedModelServer, monkeypatch: pyte
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tools.json").write_text(json.dumps(_tools()))
     (tmp_path / "bench.mcpeval.yaml").write_text(BENCH)
-    fenced = {"content": "```json\n" + json.dumps(REPLY) + "\n```"}
+    text = json.dumps(REPLY).replace("LIST_ISSUES", _described("list_issues").replace('"', "'"))
+    fenced = {"content": "```json\n" + text + "\n```"}
     model_server.script("The tool: List issues in a GitHub repository.*", fenced)
     return tmp_path
 
@@ -73,18 +79,21 @@ def draft(server: ScriptedModelServer, *args: str) -> int:
 
 def test_every_rule_drops_its_drafts_and_the_kept_ones_are_written(project: Path, model_server: ScriptedModelServer,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    assert draft(model_server, "bench.mcpeval.yaml", "--tools=list_issues", "--per-tool=7") == 0
+    assert draft(model_server, "bench.mcpeval.yaml", "--tools=list_issues", "--per-tool=8") == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == ("draft: 1 of 9 drafts kept for 1 target (1 tool with a kept draft); 1 drafter call(s), "
+    assert out[0] == ("draft: 1 of 10 drafts kept for 1 target (1 tool with a kept draft); 1 drafter call(s), "
                       "0 replayed from the cache")
-    assert sorted(out[1:-1]) == sorted([
+    copies = [line for line in out if line.startswith("  dropped 1: copies the description (e.g. \"List issues in "
+                                                      "a GitHub repository. For pagination, ")]
+    assert len(copies) == 1
+    assert sorted(line for line in out[1:-1] if line not in copies) == sorted([
         "  dropped 1: names its tool (e.g. Use list_issues to show the closed tickets of acme/api)",
-        "  dropped 1: lint: unknown_argument (e.g. 'Issues of acme/cli in red': `list_issues` has no argument "
-        "`colour`)",
-        "  dropped 1: lint: enum_violation (e.g. 'Open tickets of acme/cli': `state` must be one of OPEN, CLOSED "
-        "(got 'opened'))",
-        "  dropped 1: lint: missing_required (e.g. 'What is open over at acme?': required argument `repo` of "
-        "`list_issues` is not in the expected args)",
+        "  dropped 1: lint: unknown_argument (e.g. `list_issues` has no argument `colour`; request 'Issues of acme/cli "
+        "in red')",
+        "  dropped 1: lint: enum_violation (e.g. `state` must be one of OPEN, CLOSED (got 'opened'); request 'Open "
+        "tickets of acme/cli')",
+        "  dropped 1: lint: missing_required (e.g. required argument `repo` of `list_issues` is not in the expected "
+        "args; request 'What is open over at acme?')",
         "  dropped 1: near-duplicate of a case (e.g. 'Show the open issues of acme/webapp' ~ 'Show the open issues "
         "of acme/webapp' (1.00))",
         "  dropped 1: near-duplicate of a draft (e.g. 'Which bugs labelled crash are still open in acme/api, newest "

@@ -5,10 +5,11 @@ A draft is kept only if, in this order:
 2. it is a valid case of the file format (``invalid case``) and its expected call passes the lint against the
    live schemas (``lint: unknown_argument`` and the lint's other kinds): the tool's argument names, types, enums
    and required arguments (:func:`pytest_mcpeval.checks.lint.check_expectations`, the check ``--mcp-lint`` runs);
-3. its request is not a near-duplicate of a case of the benchmark (``near-duplicate of a case``) or of a draft
-   kept before it (``near-duplicate of a draft``): TF-IDF cosine >= :data:`NEAR_DUPLICATE`, with the lint's
-   tokenizer and weighting (:mod:`pytest_mcpeval.scoring.confusable`), fitted on the benchmark's requests and
-   the drafts together.
+3. its request is not a near-duplicate of its tool's description (``copies the description``: a small drafter
+   turns the description into a request, which tests only that the words match), of a case of the benchmark
+   (``near-duplicate of a case``) or of a draft kept before it (``near-duplicate of a draft``): TF-IDF cosine >=
+   :data:`NEAR_DUPLICATE`, with the lint's tokenizer and weighting (:mod:`pytest_mcpeval.scoring.confusable`),
+   fitted on the benchmark's requests, the descriptions and the drafts together.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ NAMES_TOOL = "names its tool"
 INVALID = "invalid case"
 MALFORMED = "malformed"
 BEYOND = "beyond --per-tool"
+COPIES_DESCRIPTION = "copies the description"
 DUPLICATE_CASE = "near-duplicate of a case"
 DUPLICATE_DRAFT = "near-duplicate of a draft"
 
@@ -108,15 +110,21 @@ def keep(drafts: Sequence[Draft], malformed: int, beyond: int, existing: Sequenc
             valid.append(draft)
         else:
             reason, detail = problem.split("\t", 1)
-            drop(reason, f"{draft.input!r}: {detail}")
+            drop(reason, f"{detail}; request {draft.input!r}")  # the problem first: the example is cut at 160
     if not valid:
         return kept
-    _, matrix = tfidf_matrix([*existing, *(d.input for d in valid)])
+    names = sorted({d.target.tool for d in valid})
+    descriptions = [str(catalog.by_name[n].get("description") or "") for n in names]
+    _, matrix = tfidf_matrix([*existing, *(d.input for d in valid), *descriptions])
     similarity = matrix @ matrix.T
     base = len(existing)
+    own = {name: base + len(valid) + i for i, name in enumerate(names)}  # the row of each tool's description
     chosen: list[int] = []
     for k, draft in enumerate(valid):
         row = similarity[base + k]
+        if row[own[draft.target.tool]] >= NEAR_DUPLICATE:
+            drop(COPIES_DESCRIPTION, f"{draft.input!r} ({row[own[draft.target.tool]]:.2f})")
+            continue
         close_case = max(range(base), key=lambda i: row[i], default=None)
         if close_case is not None and row[close_case] >= NEAR_DUPLICATE:
             drop(DUPLICATE_CASE, f"{draft.input!r} ~ {existing[close_case]!r} ({row[close_case]:.2f})")

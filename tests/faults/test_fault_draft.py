@@ -92,7 +92,8 @@ def test_an_argument_read_as_a_matcher_drops_its_draft(project: Path, model_serv
     assert draft(model_server, "--tools=search_notes") == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("draft: 1 of 2 drafts kept")
-    assert out[1].startswith("  dropped 1: invalid case (e.g. 'Notes about the garage door': ")
+    assert out[1].startswith("  dropped 1: invalid case (e.g. ")
+    assert out[1].endswith("; request 'Notes about the garage door')")
     assert "draft-search_notes-1" in (project / "drafts.mcpeval.yaml").read_text()
 
 
