@@ -3,6 +3,7 @@
     python -m pytest_mcpeval import bfcl QUESTIONS.json POSSIBLE_ANSWERS.json --out DIR
     python -m pytest_mcpeval import atlas TASKS.csv --out DIR
     python -m pytest_mcpeval tune PATH... --model MODEL --candidates FILE   (docs/tuning.md)
+    python -m pytest_mcpeval draft PATH... --model MODEL [--tools blind]      (docs/drafting.md)
 
 Each importer lives in ``pytest_mcpeval.importers.<name>``, is listed in
 :data:`pytest_mcpeval.importers.IMPORTERS`, and provides ``add_arguments(parser)`` and
@@ -43,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     tuner = commands.add_parser("tune", help=tune.HELP, description=tune.HELP)
     tune.add_arguments(tuner)
     tuner.set_defaults(run=tune.run, parser=tuner)
+    from pytest_mcpeval.draft import command as draft
+
+    drafter = commands.add_parser("draft", help=draft.HELP, description=draft.HELP)
+    draft.add_arguments(drafter)
+    drafter.set_defaults(run=draft.run, parser=drafter)
     return parser
 
 

@@ -69,6 +69,10 @@ def _report_lines(session: EvalSession, report: Report, tr: _Printable) -> None:
         tr.write_line(line)
     for line in lint_lines(report):
         tr.write_line(line)
+    from pytest_mcpeval.report.drafts import draft_lines
+
+    for line in draft_lines(report):
+        tr.write_line(line, yellow=True)
     gate = report["gate"]
     settings = session.config.stash[SETTINGS_KEY]
     bad = session.config.stash.get(CORRUPTED_KEY, [])

@@ -134,8 +134,8 @@ def test_did_you_mean_picks_from_the_keys_of_the_place(tmp_path: Path, text: str
 
 
 def test_keys_at_each_place() -> None:
-    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "tools", "distractors", "order", "forbid",
-                                      "mocks", "execute", "claims", "max_turns", "claims_threshold")
+    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "draft", "tools", "distractors", "order",
+                                      "forbid", "mocks", "execute", "claims", "max_turns", "claims_threshold")
     assert keys_at(("cases", 3, "mocks", "search_issues", 0)) == ("when", "result")
     assert keys_at(("cases", 3, "mocks", "search_issues", 0, "result")) == ("text", "structured", "error")
     assert keys_at(("cases", 3, "claims", 0, "check")) == ("contains", "regex", "any_of")

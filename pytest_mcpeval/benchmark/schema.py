@@ -196,6 +196,11 @@ class Case(_Strict):
     )
     tags: list[str] = Field(default_factory=list, description="Become pytest markers (select with -m).")
     skip: bool | str = Field(default=False, description="true, or a reason string, to skip the case.")
+    draft: bool = Field(
+        default=False,
+        description="A proposed case (python -m pytest_mcpeval draft): run and reported apart, left out of the "
+        "metrics, the gate, the baseline and the comparison until a person removes the mark (docs/drafting.md).",
+    )
     # -- tool exposure (docs/format.md#tool-exposure): which of the server's tools the model is shown
     tools: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = Field(
         default=None,

@@ -61,7 +61,9 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: ob
     shown = mcpeval_runtime.shown_path(ref.bench.path)
     problems = check_expectations(ref.bench, catalog, shown)
     pairs = confusable_pairs(catalog)
+    drafts = [case.id for case in ref.bench.spec.cases if case.draft]
     request.node.stash[LINT_KEY] = {
+        **({"drafts": drafts} if drafts else {}),  # reported apart: proposed cases, not the gate's yet
         "file": shown,
         "catalog": catalog.digest,
         "problems": [{"line": p.line, "case": p.case, "field": p.field, "kind": p.kind, "message": str(p)}

@@ -48,7 +48,7 @@ def make_baseline(report: Mapping[str, Any]) -> Baseline:
         "kind": BASELINE_KIND,
         "plugin_version": report.get("plugin_version"),
         "models": models,
-        "cases": [_case(c) for c in report.get("cases") or []],
+        "cases": [_case(c) for c in report.get("cases") or [] if not c.get("draft")],  # drafts: people decide
         "catalogs": report.get("catalogs", {}),
     }
 

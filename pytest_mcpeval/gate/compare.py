@@ -145,8 +145,9 @@ def compare(
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; expected one of {', '.join(CORRECTIONS)}")
 
-    before_cases = {_pair_key(c): c for c in baseline.get("cases") or []}
-    after_cases = {_pair_key(c): c for c in current_report.get("cases") or []}
+    # a draft case (docs/drafting.md) is never paired: it is not the gate's until a person removes its mark
+    before_cases = {_pair_key(c): c for c in baseline.get("cases") or [] if not c.get("draft")}
+    after_cases = {_pair_key(c): c for c in current_report.get("cases") or [] if not c.get("draft")}
     pairing = pair_cases(before_cases, after_cases)
     pairs = pairing.pairs
     flipped, moved = flips(pairs)

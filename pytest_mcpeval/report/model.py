@@ -19,6 +19,7 @@ from pytest_mcpeval.results import (
     CaseResult,
     CatalogInfo,
     ConfusablePair,
+    DraftOutcome,
     Gate,
     LintResult,
     LintSection,
@@ -64,8 +65,13 @@ def build_report(
         key=_case_order,
     )
     by_model: dict[str, list[CaseResult]] = {}
+    drafts: dict[str, list[DraftOutcome]] = {}
     for case in cases:
-        by_model.setdefault(case["model"], []).append(case)
+        by_model.setdefault(case["model"], [])
+        if case.get("draft"):  # a proposed case: reported apart, in no metric (so in no gate): docs/drafting.md
+            drafts.setdefault(case["model"], []).append(_draft_outcome(case))
+        else:
+            by_model[case["model"]].append(case)
     names = [m for m in model_order if m in by_model] + sorted(set(by_model) - set(model_order))
     models: dict[str, ModelMetrics] = {}
     for name in names:
@@ -91,7 +97,7 @@ def build_report(
         }
         metrics["arguments"]["applicable"] = retrieval is None  # a retriever fills no arguments
         models[name] = metrics
-    return {
+    report: Report = {
         "version": REPORT_VERSION,
         "plugin_version": __version__,
         "run": run or {},
@@ -101,6 +107,17 @@ def build_report(
         "cases": cases,
         "intervals": {"level": level, "resamples": RESAMPLES, "seed": SEED},
     }
+    if drafts:
+        report["drafts"] = drafts
+    return report
+
+
+def _draft_outcome(case: CaseResult) -> DraftOutcome:
+    data: Mapping[str, Any] = case
+    outcome = "error" if data.get("error") else "passed" if data.get("passed") else "missed"
+    return {"file": data.get("file", ""), "line": data.get("line", 0), "id": data.get("id", ""),
+            "repeat": data.get("repeat", 0), "outcome": outcome,  # type: ignore[typeddict-item]
+            "expected_label": data.get("expected_label"), "called_label": data.get("called_label")}
 
 
 def lint_section(lint: Iterable[LintResult], report: Report) -> dict[str, LintSection]:
@@ -115,4 +132,6 @@ def lint_section(lint: Iterable[LintResult], report: Report) -> dict[str, LintSe
             for a, b, sim in entry["confusable"]
         ]
         out[entry["file"]] = {"catalog": entry["catalog"], "problems": entry["problems"], "confusable": pairs}
+        if entry.get("drafts"):
+            out[entry["file"]]["drafts"] = list(entry["drafts"])
     return out

@@ -154,6 +154,7 @@ class CaseResult(Score):
     repeat: int
     tags: list[str]
     error: str | None
+    draft: NotRequired[bool]  # `draft: true` in the file: reported apart, in no metric or gate (docs/drafting.md)
     catalog: NotRequired[str]
     tools_shown: NotRequired[int]  # tools the model was shown (the catalog's, or its `tools`/`distractors`)
     distractors: NotRequired[list[str]]  # with `distractors: N`: the tools drawn (docs/format.md#tool-exposure)

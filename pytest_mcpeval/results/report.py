@@ -83,6 +83,7 @@ class LintResult(TypedDict):
     catalog: str
     problems: list[LintProblemView]
     confusable: list[tuple[str, str, float]]
+    drafts: NotRequired[list[str]]  # ids of the file's draft cases (docs/drafting.md), in file order
 
 
 class ConfusablePair(TypedDict):
@@ -95,6 +96,7 @@ class LintSection(TypedDict):
     catalog: str
     problems: list[LintProblemView]
     confusable: list[ConfusablePair]
+    drafts: NotRequired[list[str]]  # ids of the file's draft cases: proposed, left out of the gate until reviewed
 
 
 # ------------------------------------------------------------------------------------------- snapshots
@@ -217,6 +219,18 @@ class SkippedCase(TypedDict):
     reason: str
 
 
+class DraftOutcome(TypedDict):
+    """How one draft case (``draft: true``, docs/drafting.md) came out: reported apart, never in a metric."""
+
+    file: str
+    line: int
+    id: str
+    repeat: int
+    outcome: Literal["passed", "missed", "error"]
+    expected_label: str | None
+    called_label: str | None
+
+
 class Report(TypedDict):
     version: Literal[2]
     plugin_version: str
@@ -230,6 +244,7 @@ class Report(TypedDict):
     comparison: NotRequired[ComparisonSection]
     skipped: NotRequired[list[SkippedCase]]  # only when a selected case item was skipped
     intervals: NotRequired[IntervalMethod]  # added in this version: the method of every model's intervals
+    drafts: NotRequired[dict[str, list[DraftOutcome]]]  # per model, its draft cases: out of every metric and gate
 
 
 class BaselineModel(TypedDict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from pytest_mcpeval.benchmark.loader import Benchmark
 from pytest_mcpeval.benchmark.schema import Case
@@ -29,6 +29,7 @@ class CaseIdentity(TypedDict):
     id: str
     model: str
     tags: list[str]
+    draft: NotRequired[bool]
 
 
 class CaseError(Exception):
@@ -52,8 +53,12 @@ class CaseRef:
 
     def identity(self, root: Path) -> CaseIdentity:
         assert self.model is not None
-        return {"file": relative_to_root(self.bench.path, root), "line": self.line, "id": self.case.id,
-                "model": self.model.name, "tags": sorted({*self.bench.spec.tags, *self.case.tags})}
+        identity: CaseIdentity = {"file": relative_to_root(self.bench.path, root), "line": self.line,
+                                  "id": self.case.id, "model": self.model.name,
+                                  "tags": sorted({*self.bench.spec.tags, *self.case.tags})}
+        if self.case.draft:
+            identity["draft"] = True
+        return identity
 
     def expectations(self) -> list[Expectation]:
         return [

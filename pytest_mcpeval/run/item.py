@@ -44,7 +44,7 @@ def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_serve
     if errors:
         raise CaseError(errors[0])
     missed = [r for r in results if not r["passed"]]
-    if missed and item.config.stash[SETTINGS_KEY].strict:
+    if missed and item.config.stash[SETTINGS_KEY].strict and not ref.case.draft:  # a draft is not the gate's
         raise CaseMissed("\n".join(miss_lines(missed[0])))
 
 

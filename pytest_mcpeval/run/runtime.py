@@ -98,6 +98,8 @@ class Runtime(Engine):
             "tags": sorted({*ref.bench.spec.tags, *ref.case.tags}),
             "error": None,
         }
+        if ref.case.draft:
+            result["draft"] = True
         expects = ref.expectations()
         try:
             exposure = self.exposure(ref, override)
