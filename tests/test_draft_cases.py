@@ -47,9 +47,17 @@ def test_a_missed_draft_fails_no_gate_and_is_reported_apart(project: pytest.Pyte
     report = read_report(project)
     assert report["models"]["fake"]["accuracy"] == 1.0
     assert report["models"]["fake"]["cases"] == 3
+    assert report["models"]["fake"]["usage"]["calls"] == 5  # the drafts' calls were made: in the usage, not the metrics
     assert [(d["id"], d["outcome"]) for d in report["drafts"]["fake"]] == [("d-miss", "missed"), ("d-pass", "passed")]
     assert {c["id"] for c in report["cases"] if c.get("draft")} == {"d-miss", "d-pass"}  # listed, marked
     assert report["lint"]["a.mcpeval.yaml"]["drafts"] == ["d-miss", "d-pass"]
+    markdown = (project.path / "r.md").read_text()
+    assert "### Misses" not in markdown  # the one miss is a draft's: listed apart, not as the model's miss
+    assert "### Draft cases (2: left out of the metrics, the gate and the baseline" in markdown
+    assert "| `a.mcpeval.yaml::d-miss[fake]` | missed: expected get_me, called (none) |" in markdown
+    assert "| `a.mcpeval.yaml::d-pass[fake]` | passed |" in markdown
+    page = (project.path / "r.html").read_text()
+    assert page.count('left out of the metrics and the gate">draft</span>') == 2  # each draft's row is marked
     baseline = json.loads((project.path / "base.json").read_text())
     assert sorted(c["id"] for c in baseline["cases"]) == ["a0", "a1", "a2"]
 

@@ -132,6 +132,8 @@ def cases_table(cases: Sequence[CaseResult], model_index: Mapping[str, int], anc
             body = _flow_summary(case, anchors[i]) if i in anchors else _details_body(case)
             cell = f"<details><summary>{label}</summary>{body}</details>"
         kind = " <span class=\"badge\">flow</span>" if case.get("flow") else ""
+        if case.get("draft"):  # in no metric and no gate until reviewed (docs/drafting.md)
+            kind += ' <span class="badge" title="draft: true, left out of the metrics and the gate">draft</span>'
         mark = '<td class="s ok">passed' if state == "passed" else f'<td class="s bad">{state}'
         extra = f' data-diagnosis="{attr(diagnosis)}"' if diagnosis else ""
         extra += " class=miss" if state != "passed" else ""

@@ -126,9 +126,9 @@ def _model_details(models: Mapping[str, ModelMetrics]) -> list[str]:
 
 
 def _case_lists(report: Report) -> list[str]:
-    """The misses, the errors and the skipped case items."""
+    """The misses, the errors, the draft cases (apart: no metric saw them) and the skipped case items."""
     lines: list[str] = []
-    cases = report.get("cases") or []
+    cases = [c for c in report.get("cases") or [] if not c.get("draft")]
     misses = [c for c in cases if c.get("passed") is False]
     errors = [c for c in cases if c.get("error")]
     for title, rows, column in (("Misses", misses, "diagnosis"), ("Errors (excluded from the metrics)", errors,
@@ -142,6 +142,7 @@ def _case_lists(report: Report) -> list[str]:
             lines.append(f"| {code(label, table=True)} | {text(cell)} |")
         if len(rows) > MAX_ROWS:
             lines.append(f"\n… and {len(rows) - MAX_ROWS} more (the JSON report has every case)")
+    lines += _drafts(report)
     skipped = report.get("skipped") or []
     if skipped:  # not run, not scored: said, so that a skip never passes for a case that ran
         reasons: dict[str, int] = {}
@@ -150,6 +151,24 @@ def _case_lists(report: Report) -> list[str]:
         lines += ["", f"### Skipped ({len(skipped)}: not run, not in the metrics)", ""]
         lines += [f"- {text(reason, limit=MAX_SENTENCE)} ({count}x)"
                   for reason, count in sorted(reasons.items(), key=lambda rc: (-rc[1], rc[0]))[:MAX_ROWS]]
+    return lines
+
+
+def _drafts(report: Report) -> list[str]:
+    """The draft cases (``draft: true``): how each came out, apart from the misses, since no metric and no gate saw
+    them (docs/drafting.md)."""
+    rows = [(model, d) for model, outcomes in sorted((report.get("drafts") or {}).items()) for d in outcomes]
+    if not rows:
+        return []
+    lines = ["", f"### Draft cases ({len(rows)}: left out of the metrics, the gate and the baseline until their "
+             "`draft: true` mark is removed)", "", "| case | outcome |", "| --- | --- |"]
+    for model, d in rows[:MAX_ROWS]:
+        label = "{}::{}[{}]".format(d["file"], d["id"], model)
+        said = d["outcome"] if d["outcome"] != "missed" else (
+            f"missed: expected {d['expected_label']}, called {d['called_label']}")
+        lines.append(f"| {code(label, table=True)} | {text(said)} |")
+    if len(rows) > MAX_ROWS:
+        lines.append(f"\n… and {len(rows) - MAX_ROWS} more (the JSON report has every case)")
     return lines
 
 

@@ -66,10 +66,12 @@ def build_report(
     )
     by_model: dict[str, list[CaseResult]] = {}
     drafts: dict[str, list[DraftOutcome]] = {}
+    draft_cases: dict[str, list[CaseResult]] = {}  # their calls were made and paid for: in the model's usage
     for case in cases:
         by_model.setdefault(case["model"], [])
         if case.get("draft"):  # a proposed case: reported apart, in no metric (so in no gate): docs/drafting.md
             drafts.setdefault(case["model"], []).append(_draft_outcome(case))
+            draft_cases.setdefault(case["model"], []).append(case)
         else:
             by_model[case["model"]].append(case)
     names = [m for m in model_order if m in by_model] + sorted(set(by_model) - set(model_order))
@@ -90,7 +92,7 @@ def build_report(
             "untested_tools": untested,
             "retrieval": retrieval,
             "repeats": repeat_metrics(own),
-            "usage": usage_metrics(own),
+            "usage": usage_metrics(own + draft_cases.get(name, [])),
             "judges": judge_usage_metrics(own),
             "intervals": headline(own, level, RESAMPLES, SEED),
             "power": model_power(own, selection["tools"], tested, untested, drop_level, correction, drop_metrics),
