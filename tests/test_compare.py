@@ -9,6 +9,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -442,6 +443,20 @@ def test_compare_accuracy_and_pass_rate_are_exact_mcnemar_at_any_size() -> None:
         assert change["p_value"] == pytest.approx(binomtest(min(worse, better), worse + better, 0.5).pvalue, rel=1e-12)
 
 
+def swapped_share(base: list[Any], cur: list[Any], changed: list[int], value: Callable[[list[Any]], float],
+                  observed: float) -> float:
+    """The share of the 2^k patterns of swapping the ``changed`` cases' two sides whose |difference| of ``value``
+    reaches the observed one (an undefined difference counts): the exact two-sided swap test, by brute force."""
+    hits = 0
+    for pattern in itertools.product([False, True], repeat=len(changed)):
+        swap = {i for i, s in zip(changed, pattern, strict=True) if s}
+        before = [cur[i] if i in swap else base[i] for i in range(len(base))]
+        after = [base[i] if i in swap else cur[i] for i in range(len(base))]
+        diff = value(after) - value(before)
+        hits += math.isnan(diff) or abs(diff) >= abs(observed) - 1e-12
+    return hits / (1 << len(changed))
+
+
 def swap_reference(base: list[dict[str, Any]], cur: list[dict[str, Any]], metric: str) -> float:
     """p of the swap test by brute force: swap whole cases, recompute with model_metrics."""
     def value(cases: list[dict[str, Any]]) -> float:
@@ -456,14 +471,7 @@ def swap_reference(base: list[dict[str, Any]], cur: list[dict[str, Any]], metric
     observed = value(cur) - value(base)
     if math.isnan(observed):
         return 1.0
-    hits = 0
-    for pattern in itertools.product([False, True], repeat=len(changed)):
-        swap = {i for i, s in zip(changed, pattern, strict=True) if s}
-        before = [cur[i] if i in swap else base[i] for i in range(len(base))]
-        after = [base[i] if i in swap else cur[i] for i in range(len(base))]
-        diff = value(after) - value(before)
-        hits += math.isnan(diff) or abs(diff) >= abs(observed) - 1e-12
-    return hits / (1 << len(changed))
+    return swapped_share(base, cur, changed, value, observed)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -808,14 +816,7 @@ def cluster_reference(base: list[list[dict[str, Any]]], cur: list[list[dict[str,
     observed = value(cur) - value(base)
     if math.isnan(observed):
         return 1.0
-    hits = 0
-    for pattern in itertools.product([False, True], repeat=len(changed)):
-        swap = {i for i, s in zip(changed, pattern, strict=True) if s}
-        before = [cur[i] if i in swap else base[i] for i in range(len(base))]
-        after = [base[i] if i in swap else cur[i] for i in range(len(base))]
-        diff = value(after) - value(before)
-        hits += math.isnan(diff) or abs(diff) >= abs(observed) - 1e-12
-    return hits / (1 << len(changed))
+    return swapped_share(base, cur, changed, value, observed)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -55,7 +55,7 @@ def power_lines(power: ModelPower | None) -> Iterator[str]:
         total = unseen + len(power["detectable"])
         none = len(power["untested"]) + len(power["no_single_call"])
         yield (f"the drop gate cannot see drops on {unseen} of {plural(total, 'tool')}: fewer than {need} "
-               f"single-call cases each ({none} have none; {how}{repeats})")
+               f"single-call cases each ({none} {'has' if none == 1 else 'have'} none; {how}{repeats})")
     figures = power["headline"]
     if figures:
         shown = ", ".join(

@@ -31,7 +31,7 @@ def test_the_summary_says_which_tools_the_gate_is_blind_to(pytester: pytest.Pyte
     result = run(pytester, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines([
-        "  the drop gate cannot see drops on 2 of 3 tools: fewer than 6 single-call cases each (1 have none; "
+        "  the drop gate cannot see drops on 2 of 3 tools: fewer than 6 single-call cases each (1 has none; "
         "level 0.05)",
         "  smallest detectable drops: accuracy 67% (6 of 9 cases), macro F1 67% (6 of 9 cases)",
     ])
