@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from conftest import GITHUB_TOOLS, read_report
-from conftest import run as run_in_process
 from conftest import run_subprocess as run  # torch cannot be imported twice in one process
 
 from pytest_mcpeval.scoring.case import Expectation
@@ -76,17 +75,9 @@ def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
 
 
 def test_recall_gate_and_floor(project: pytest.Pytester) -> None:
-    """In this process: the model loaded first (what its load imports outlives the run: pytester drops the modules a
-    run imported, and torch's cannot be imported twice), so the run reuses it instead of a fresh process loading
-    torch and the model again."""
-    pytest.importorskip("sentence_transformers")
-    from pytest_mcpeval.models.local import BUNDLED, Retriever
-
-    Retriever.get(BUNDLED)
     ini = '[pytest]\nmcp_model_params = local/minilm = {"min_similarity": 0.0}\n'
     (project.path / "pytest.ini").write_text(ini)
-    result = run_in_process(project, "--mcp-models=local/minilm", "--mcp-min-recall-at=1:0.9",
-                            "--mcp-report=report.json")
+    result = run(project, "--mcp-models=local/minilm", "--mcp-min-recall-at=1:0.9", "--mcp-report=report.json")
     result.stdout.fnmatch_lines(["GATE FAILED model local/minilm: recall_at_1 = 0.333, required >= 0.9 "
                                  "(from --mcp-min-recall-at)"])
     assert result.ret == 1
