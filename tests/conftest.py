@@ -66,7 +66,7 @@ _pytester_module.SysModulesSnapshot.restore = _restore_tolerating_imports(  # ty
     _pytester_module.SysModulesSnapshot.restore)
 
 
-# The slowest tests (measured with --durations), started first, slowest first: under -n 2 the last tests to
+# The slowest tests (measured with --durations), started first, slowest first: under xdist the last tests to
 # start are then short ones, and no long test runs alone at the end of the suite.  Node id prefixes; every other
 # test keeps its place after them.  (The plugin's own xdist scheduler hands out items in collection order.)
 SLOW_FIRST = (
