@@ -358,7 +358,8 @@ def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pyteste
     pytest.importorskip("sentence_transformers")
     # the model loaded before the in-process evaluations: what its load imports outlives each run (pytester drops
     # the modules a run imported, and torch's cannot be imported twice); each evaluation reuses it
-    Retriever.get(BUNDLED)
+    retriever, _ = Retriever.get(BUNDLED)
+    embedded = retriever.queries_embedded
     monkeypatch.setattr(command, "Evaluator", functools.partial(Evaluator, runner=in_process(pytester)))
     tmp_path = pytester.path
     for name in ("github", "tune"):
@@ -379,3 +380,6 @@ def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pyteste
     assert yaml.safe_load((tmp_path / "out" / "overlay.yaml").read_text())["tools"] == {
         "list_issues": {"description": kept["description"]}}
     assert "## `list_issues` (file, round 1): kept" in (tmp_path / "out" / "tune.md").read_text()
+    # every evaluation ranks the same requests: each is embedded once in the process, not once per evaluation
+    rankings, requests = data["cost"]["calls"], len(data["split"]["train"]) + len(data["split"]["holdout"])
+    assert retriever.queries_embedded - embedded <= requests < rankings, (rankings, requests)

