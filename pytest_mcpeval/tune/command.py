@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import shlex
 import shutil
@@ -16,8 +15,9 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from pytest_mcpeval.cli import json_object, one_line_usage
 from pytest_mcpeval.gate.power import min_changed
 from pytest_mcpeval.storage import unwritable_folder
 from pytest_mcpeval.text import did_you_mean, plural
@@ -33,14 +33,8 @@ OUT_FILES = ("overlay.yaml", "tune.json", "tune.md", "report.json", "report.html
 HELP = "rewrite tool descriptions and keep only the rewrites that improve held-out cases significantly"
 
 
-def _usage(message: str) -> NoReturn:
-    """argparse's errors of this command: one line, exit status 4 (the command's usage errors), not argparse's 2."""
-    print(f"python -m pytest_mcpeval tune: {message}", file=sys.stderr)
-    raise SystemExit(4)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.error = _usage  # type: ignore[method-assign]
+    one_line_usage(parser, "tune")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="benchmark files or directories, as for pytest")
     parser.add_argument("--model", help="the model evaluated (a litellm model string, an ini alias, local/minilm)")
     parser.add_argument("--candidates", type=Path, metavar="FILE",
@@ -97,11 +91,9 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_token_growth < 0 or args.rounds < 1:
         raise TuneError("--max-token-growth must be >= 0 and --rounds >= 1")
     try:
-        params = json.loads(args.proposer_params)
+        params = json_object(args.proposer_params, "--proposer-params")
     except ValueError as exc:
-        raise TuneError(f"--proposer-params: not JSON ({exc})") from None
-    if not isinstance(params, dict):
-        raise TuneError("--proposer-params: expected a JSON object")
+        raise TuneError(str(exc)) from None
     try:
         args.pytest_arguments = shlex.split(args.pytest_args)
     except ValueError as exc:
