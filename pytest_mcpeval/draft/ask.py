@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.draft import DraftError
 from pytest_mcpeval.draft.targets import Target
+from pytest_mcpeval.run.asked import CachedAsker
 
 MAX_EXAMPLES = 5  # requests of the benchmark shown per tool
 MAX_REPLY = 100_000  # characters of a reply read
@@ -163,56 +163,29 @@ def parse_reply(target: Target, content: str | None) -> Reply:
     return Reply(drafts, malformed, note)
 
 
-class Drafter:
+class Drafter(CachedAsker):
     """A litellm model (or ``local/...``) asked for drafts; each reply kept in the response cache under
-    ``cache_dir`` (the plugin's entry format), so a rerun with the same benchmark, catalog and seed asks nothing.
+    ``cache_dir`` (:class:`CachedAsker`), so a rerun with the same benchmark, catalog and seed asks nothing.
     A reply that holds no draft is not kept (a rerun asks again)."""
 
-    RETRIES = 1
-
     def __init__(self, name: str, params: Mapping[str, Any], cache_dir: Path, timeout: float, seed: int) -> None:
-        from pytest_mcpeval.models.config import ModelRegistry
-        from pytest_mcpeval.run.cache import ResponseCache
-
-        registry = ModelRegistry()
-        registry.params[name] = dict(params)
-        self.model = registry.resolve(name)
-        self.cache = ResponseCache(cache_dir, "new", "draft")
-        self.timeout = timeout
+        super().__init__(name, params, cache_dir, "draft", timeout, "--timeout")
         self.seed = seed
-        self.calls = 0
-        self.replayed = 0
         self.failed = 0  # calls that failed after one that succeeded (said per target, the command goes on)
-        self.cost_usd = 0.0
 
-    def ask(self, target: Target, request: list[dict[str, Any]]) -> Reply:
+    def draft(self, target: Target, request: list[dict[str, Any]]) -> Reply:
         from pytest_mcpeval.models import ModelCallError
-        from pytest_mcpeval.models.litellm_client import complete
-        from pytest_mcpeval.run.cache import BadEntry, request_key
 
-        key = request_key(self.model, request, [], self.seed)
-        try:
-            entry = self.cache.get(self.model, key)
-        except BadEntry:  # a damaged entry is asked again, as a run does
-            entry = None
-        if entry is not None:
-            self.replayed += 1
-            return parse_reply(target, entry["reply"].get("content"))
         about = target.tool if target.like is None else f"{target.tool} (against {target.like})"
-        print(f"draft: asking {self.model.name} for `{about}` (at most {self.timeout * (self.RETRIES + 1):g} s)",
-              file=sys.stderr, flush=True)
+        announce = f"draft: asking {self.model.name} for `{about}` (at most {self.longest:g} s)"
         try:
-            reply = complete(self.model, request, [], retries=self.RETRIES, timeout=self.timeout, seed=self.seed,
-                             timeout_option="--timeout")
+            answer = self.ask(request, self.seed, f"draft: {about}", announce, seed=self.seed)
         except ModelCallError as exc:  # a drafter that never answered stops the command; one that did goes on
             if not self.calls:
                 raise DraftError(f"--model={self.model.name}: {str(exc).splitlines()[0]}", status=3) from None
             self.failed += 1
             return Reply([], 0, f"the drafter failed: {str(exc).splitlines()[0]}")
-        self.calls += 1
-        self.cost_usd += reply.cost_usd or 0.0
-        parsed = parse_reply(target, reply.content)
-        if parsed.drafts:  # the response cache's entry format (run/dispatch.py): a rerun reads it back
-            self.cache.put(self.model, key, {"model": self.model.target, "case": f"draft: {about}",
-                                             "repeat": self.seed, "reply": reply.to_entry()})
+        parsed = parse_reply(target, answer.content)
+        if parsed.drafts:
+            answer.keep()
         return parsed

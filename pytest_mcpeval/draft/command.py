@@ -141,7 +141,7 @@ def draft(args: argparse.Namespace) -> int:
     drafter = Drafter(args.model, params, args.cache_dir, args.timeout, args.seed)
     drafts, malformed, beyond, notes = [], 0, 0, []
     for target in targets:
-        reply = drafter.ask(target, messages(target, source.catalog, args.per_tool, existing, args.seed))
+        reply = drafter.draft(target, messages(target, source.catalog, args.per_tool, existing, args.seed))
         drafts += reply.drafts[:args.per_tool]
         beyond += max(len(reply.drafts) - args.per_tool, 0)
         malformed += reply.malformed

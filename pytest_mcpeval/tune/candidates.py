@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_mcpeval.run.asked import CachedAsker
 from pytest_mcpeval.text import did_you_mean
 from pytest_mcpeval.tune import TuneError
 
@@ -209,26 +210,15 @@ _HTML = re.compile(r"<\s*(!doctype\s+html|html|head|body|title)\b", re.IGNORECAS
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
-class Proposer:
-    """A litellm model asked for descriptions, its replies cached under ``cache_dir``.  Each call has
-    ``timeout`` seconds (``--proposer-timeout``) and one retry: a proposer that never answers holds the command
-    ``2 x timeout`` at most, and says so before it asks.  A reply that holds no description (an HTML error page,
-    a reply too long, text that is not JSON descriptions) proposes nothing, is not kept in the cache, and is one
-    line in :attr:`notes` (printed as it happens)."""
-
-    RETRIES = 1
+class Proposer(CachedAsker):
+    """A litellm model asked for descriptions, its replies cached under ``cache_dir`` (:class:`CachedAsker`).  Each
+    call has ``timeout`` seconds (``--proposer-timeout``) and one retry: a proposer that never answers holds the
+    command ``2 x timeout`` at most, and says so before it asks.  A reply that holds no description (an HTML error
+    page, a reply too long, text that is not JSON descriptions) proposes nothing, is not kept in the cache, and is
+    one line in :attr:`notes` (printed as it happens)."""
 
     def __init__(self, name: str, params: Mapping[str, Any], cache_dir: Path, timeout: float = 60.0) -> None:
-        from pytest_mcpeval.models.config import ModelRegistry
-        from pytest_mcpeval.run.cache import ResponseCache
-
-        registry = ModelRegistry()
-        registry.params[name] = dict(params)
-        self.model = registry.resolve(name)
-        self.cache = ResponseCache(cache_dir, "new", "tune")
-        self.timeout = timeout
-        self.calls = 0
-        self.cost_usd = 0.0
+        super().__init__(name, params, cache_dir, "tune", timeout, "--proposer-timeout")
         self.notes: list[str] = []
 
     def _note(self, tool: str, why: str) -> None:
@@ -239,30 +229,15 @@ class Proposer:
     def propose(self, tool: str, current: str, confused: Mapping[str, str],
                 misses: Sequence[tuple[str, str, str]], round_: int) -> list[Candidate]:
         from pytest_mcpeval.models import ModelCallError
-        from pytest_mcpeval.models.litellm_client import complete
-        from pytest_mcpeval.run.cache import request_key
 
         messages = proposer_messages(tool, current, confused, misses)
-        key = request_key(self.model, messages, [], round_)
-        entry = self.cache.get(self.model, key)
-        fresh = entry is None
-        if entry is None:
-            most = self.timeout * (self.RETRIES + 1)
-            print(f"tune: asking the proposer {self.model.name} for `{tool}` (at most {most:g} s: "
-                  f"--proposer-timeout={self.timeout:g}, one retry)", file=sys.stderr, flush=True)
-            try:
-                reply = complete(self.model, messages, [], retries=self.RETRIES, timeout=self.timeout,
-                                 timeout_option="--proposer-timeout")
-            except ModelCallError as exc:
-                raise TuneError(f"--proposer={self.model.name}: {exc}") from None
-            self.calls += 1
-            self.cost_usd += reply.cost_usd or 0.0
-            # the response cache's entry format (run/dispatch.py): a rerun reads it back
-            entry = {"model": self.model.target, "case": f"tune proposer: {tool}", "repeat": round_,
-                     "reply": reply.to_entry()}
-            content = reply.content
-        else:
-            content = entry["reply"].get("content")
+        announce = (f"tune: asking the proposer {self.model.name} for `{tool}` (at most {self.longest:g} s: "
+                    f"--proposer-timeout={self.timeout:g}, one retry)")
+        try:
+            answer = self.ask(messages, round_, f"tune proposer: {tool}", announce)
+        except ModelCallError as exc:
+            raise TuneError(f"--proposer={self.model.name}: {exc}") from None
+        content = answer.content
         problem = reply_problem(content)
         found = parse_proposals(content) if problem is None else []
         texts = [t for t in found if same_text(t) != same_text(current)][:MAX_PROPOSALS]
@@ -271,6 +246,6 @@ class Proposer:
             self._note(tool, problem or ("its reply only repeats the current description" if found else
                        'its reply holds no description (expected {"descriptions": [...]}): '
                        + (repr(shown[:80] + ("..." if len(shown) > 80 else "")) if shown else "an empty reply")))
-        elif fresh:  # a reply that proposes nothing is not kept: a rerun asks again
-            self.cache.put(self.model, key, entry)
+        else:  # a reply that proposes nothing is not kept: a rerun asks again
+            answer.keep()
         return [Candidate(tool, text, "proposer", round_) for text in texts]
