@@ -125,7 +125,7 @@ def _gate(group: pytest.OptionGroup) -> None:
 
 
 def _calls(group: pytest.OptionGroup) -> None:
-    """How the model calls are made: concurrency, processes, deadlines, retries, repeats, cache, cost."""
+    """How the model calls are made: concurrency, deadlines, retries, repeats, cache, cost."""
     group.addoption(
         "--mcp-concurrency", dest="mcp_concurrency", metavar="N", type=positive_int, default=DEFAULT_CONCURRENCY,
         help="model calls in flight per model, across all xdist workers (default 16; per model: ini "
@@ -133,9 +133,8 @@ def _calls(group: pytest.OptionGroup) -> None:
     )
     group.addoption(
         "--mcp-processes", dest="mcp_processes", metavar="N", type=processes, default=None,
-        help="worker processes that make the litellm calls, so litellm's CPU uses every core and its import "
-        "overlaps collection (0: in the pytest process; default auto: a process per core, at most 4, for runs of "
-        "100 calls or more)",
+        help="no longer used (accepted so that existing command lines still run; a notice says so): every model "
+        "call of a process runs on its event loop, and -n N (pytest-xdist) uses more cores",
     )
     group.addoption(
         "--mcp-timeout", dest="mcp_timeout", metavar="SECONDS", type=seconds, default=DEFAULT_TIMEOUT,
@@ -170,8 +169,8 @@ def _calls(group: pytest.OptionGroup) -> None:
     )
     group.addoption(
         "--mcp-max-cost", dest="mcp_max_cost", metavar="USD", type=usd, default=None,
-        help="stop making model calls once the run has spent USD dollars (litellm's prices, across xdist and "
-        "--mcp-processes workers); the cases not run are errors and the gate fails; replays cost nothing",
+        help="stop making model calls once the run has spent USD dollars (litellm's prices, across xdist "
+        "workers); the cases not run are errors and the gate fails; replays cost nothing",
     )
     group.addoption(
         "--mcp-overlay", dest="mcp_overlay", metavar="PATH", default=None,

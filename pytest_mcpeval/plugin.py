@@ -82,10 +82,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
         workerinput = getattr(config, "workerinput", None)
         config.stash[BUDGET_DIR_KEY] = Path(workerinput[BUDGET_INPUT]) if workerinput else make_ledger()
-    if config.stash[SETTINGS_KEY].processes:  # --mcp-processes=N: litellm imports in the workers while pytest collects
-        from pytest_mcpeval.run.planning import start_chosen_processes
-
-        start_chosen_processes(config)
     if not hasattr(config, "workerinput"):  # xdist workers neither gate nor print
         from pytest_mcpeval.session import EvalSession
 
@@ -95,6 +91,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """A line, not a warning (under -W error a warning would end the run), for an option that is no longer used."""
+    if config.stash[SETTINGS_KEY].processes is None:
+        return []
+    return ["pytest-mcpeval: --mcp-processes is no longer used: the model calls of a process run on its event loop; "
+            "-n N (pytest-xdist) uses more cores"]
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """SIGINT and SIGTERM stop the run as Ctrl-C does, from here to the end of the session (interrupts.py)."""
     session.config.stash[INTERRUPTS_KEY].install()
@@ -216,15 +220,6 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             check(node.config, [bench for bench, _, _ in cases], overlay)
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Count the model calls as cases are collected: enough of them start the model side now (--mcp-processes)."""
-    ref = item.stash.get(CASE_KEY, None)
-    if ref is not None and ref.model is not None and item.get_closest_marker("skip") is None:
-        from pytest_mcpeval.run.planning import note_model_item
-
-        note_model_item(item, ref.model)
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     import sys
 
@@ -232,9 +227,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if interrupts is not None:
         interrupts.restore()
 
-    planning = sys.modules.get("pytest_mcpeval.run.planning")  # never imported: nothing was started
-    if planning is not None:
-        planning.close_processes(config)
     llama = sys.modules.get("pytest_mcpeval.models.llama.server")  # a local/qwen2.5-coder-* server was used
     if llama is not None:
         llama.release()  # the last process to give its lease back stops the server
@@ -254,10 +246,8 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
     if file_path.name.endswith(FILE_SUFFIXES):
         from pytest_mcpeval.collect import BenchmarkFileNode
         from pytest_mcpeval.run.gc_pause import pause_gc
-        from pytest_mcpeval.run.planning import note_benchmark_file
 
         pause_gc(parent.config)
-        note_benchmark_file(parent.config, file_path)
 
         node: pytest.Collector = BenchmarkFileNode.from_parent(parent, path=file_path)
         return node

@@ -1,8 +1,9 @@
 """MCP server lifecycle: one connection per server per process (xdist worker), tools fetched once.
 
-Servers run in a background event loop (an anyio blocking portal) so a connection stays open for the
-whole session: single-call evaluation only needs the tool list; flows with ``execute: live`` call tools
-over the same session (:meth:`ServerPool.call_tool`, by the catalog that session listed).
+Connections live on the process's event loop (:mod:`pytest_mcpeval.core`), the one that makes the model
+calls, so a connection stays open for the whole session: single-call evaluation only needs the tool list;
+flows with ``execute: live`` call tools over the same session, on the same loop (:meth:`ServerPool.call_tool`,
+by the catalog that session listed).
 
 Kinds of server: a static ``tools_file``, a ``command`` spoken to over stdio (stderr goes to a log
 file, never to pytest's output), a streamable HTTP ``url``, an in-process ``python`` object, or
@@ -31,7 +32,7 @@ import concurrent.futures
 import math
 import os
 import time
-from contextlib import AsyncExitStack, ExitStack
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from typing import Any
 from pytest_mcpeval.benchmark.schema import ServerSpec
 from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
+from pytest_mcpeval.core import Core
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT, MAX_DEPTH
 from pytest_mcpeval.server_log import (
     Watch,
@@ -81,12 +83,6 @@ shutdown is bounded at about 6.5 s: 0.5 s to flush, 2 s for the server to exit a
 
 TIMEOUT_OPTION = "--mcp-connect-timeout"
 
-CALL_GRACE = 5.0
-"""Seconds past a tool call's timeout that :meth:`ServerPool.call_tool` waits before it gives the call up without
-its event loop's word: an in-process ``async`` tool that blocks (``time.sleep`` in it) holds up the loop, which
-cannot cancel the call until the tool returns (the SDK runs a sync tool on a thread of its own)."""
-
-
 @dataclass
 class _Live:
     client: Any
@@ -100,13 +96,13 @@ class _Live:
 class ServerPool:
     """Connections to the servers this process needs, keyed by what identifies each server."""
 
-    def __init__(self, log_dir: Path, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+    def __init__(self, log_dir: Path, timeout: float = DEFAULT_CONNECT_TIMEOUT, core: Core | None = None) -> None:
         self.log_dir = log_dir
         self.timeout = timeout
         self._catalogs: dict[str, Catalog | ServerError] = {}
         self._live: dict[str, _Live] = {}
-        self._stack = ExitStack()
-        self._portal: Any = None
+        self._own_core = core is None  # a pool outside a run (pre-flight, draft) has a loop of its own
+        self._core = core if core is not None else Core()
         self._spec_keys: dict[tuple[int, Path], str] = {}
         self._sessions: dict[int, str] = {}  # id(catalog) -> key of the live session that listed it
         self._startup: dict[int, float] = {}  # id(catalog) -> seconds from starting the connection to its tool list
@@ -140,8 +136,8 @@ class ServerPool:
         if id(original) in self._startup:
             self._startup[id(derived)] = self._startup[id(original)]
 
-    def call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
-        """Call tool ``name`` over the live session that listed ``catalog``.
+    async def call_tool(self, catalog: Catalog, name: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+        """Call tool ``name`` over the live session that listed ``catalog``, on the loop, within ``timeout`` seconds.
 
         An MCP error result is an answer like any other (``is_error``).  Anything else is a
         :class:`ServerError` naming the server's log, where the traceback goes: no live session (a static
@@ -156,11 +152,9 @@ class ServerPool:
             live.closed = "its connection ended"
         if live.closed is not None:
             raise ServerError(f"the server ({live.label}) is no longer connected ({live.closed}); its log: {live.log}")
-        future = self._portal.start_task_soon(_call_tool, live.client, name, arguments, timeout)
-        try:  # _call_tool gives up at `timeout`; the grace is for an event loop a blocking tool holds up
-            result = future.result(timeout=timeout + CALL_GRACE)
-        except (TimeoutError, concurrent.futures.TimeoutError):
-            future.cancel()
+        try:
+            result = await _call_tool(live.client, name, arguments, timeout)
+        except TimeoutError:
             message = (f"the server ({live.label}) did not answer a call of `{name}` within {timeout:g} s "
                        f"({TIMEOUT_OPTION})")
             write_log(live.log, message)
@@ -184,23 +178,24 @@ class ServerPool:
         """Stop every connection (all at once, within ``STOP_GRACE`` in all); never raises."""
         lives = list(self._live.values())
         self._live.clear()
-        if self._portal is not None:
-            for live in lives:
-                try:
-                    self._portal.call(live.stop.set)
-                except Exception as exc:  # the portal is gone: nothing left to stop
-                    write_log(live.log, f"closing the server ({live.label}) failed", exc)
+        if self._core.started:
             deadline = time.monotonic() + STOP_GRACE
+            for live in lives:
+                try:  # bounded: a loop held up by a blocking tool must not hold up the end of the run
+                    self._core.start(_set, live.stop).result(timeout=max(0.0, deadline - time.monotonic()))
+                except Exception as exc:  # the loop is gone or stuck: nothing left to stop
+                    write_log(live.log, f"closing the server ({live.label}) failed", exc)
             for live in lives:
                 try:
                     live.done.result(timeout=max(0.0, deadline - time.monotonic()))
                 except concurrent.futures.TimeoutError:
-                    live.done.cancel()  # or the portal would wait for it forever
+                    live.done.cancel()  # or the loop would hold it forever
                     write_log(live.log, f"the server ({live.label}) did not close within "
                                          f"{STOP_GRACE:g} s; its connection was cancelled")
                 except Exception as exc:  # closing a broken server must not mask the session's result: logged
                     write_log(live.log, f"closing the server ({live.label}) failed", exc)
-        self._stack.close()
+        if self._own_core:
+            self._core.close()
 
     # -- internals ------------------------------------------------------------------------------
     def _cached(self, key: str, opener: Any) -> Catalog:
@@ -236,19 +231,11 @@ class ServerPool:
         label = f"url: {obj}" if isinstance(obj, str) else f"fixture {type(obj).__name__}"
         return self._connect(key, target_of_object(obj), label, self.log_dir / "server-fixture.log")
 
-    def _ensure_portal(self) -> Any:
-        if self._portal is None:
-            from anyio.from_thread import start_blocking_portal
-
-            self._portal = self._stack.enter_context(start_blocking_portal())
-        return self._portal
-
     def _connect(self, key: str, target: Target, label: str, log: Path) -> Catalog:
-        portal = self._ensure_portal()
         log.parent.mkdir(parents=True, exist_ok=True)
         opened: concurrent.futures.Future[tuple[Any, list[Any], float]] = concurrent.futures.Future()
-        stop = portal.call(_make_event)
-        done = portal.start_task_soon(_hold, target, label, log, self.timeout, opened, stop)
+        stop = self._core.call(_make_event)
+        done = self._core.start(_hold, target, label, log, self.timeout, opened, stop)
         try:  # _hold gives up at self.timeout and stops the server first: the grace is only a safety net
             client, tools, startup = opened.result(timeout=self.timeout + STOP_GRACE)
         except concurrent.futures.TimeoutError:
@@ -282,6 +269,10 @@ async def _call_tool(client: Any, name: str, arguments: dict[str, Any], timeout:
 
     with anyio.fail_after(timeout):
         return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+
+
+async def _set(event: Any) -> None:
+    event.set()
 
 
 async def _make_event() -> Any:

@@ -198,7 +198,7 @@ class Settings:
     judge_model: str | None = None  # --mcp-judge-model / ini mcp_judge_model: judges claims without a check
     claims_threshold: float = DEFAULT_CLAIMS_THRESHOLD
     redactor: Redactor = field(default_factory=Redactor)  # masks this run's secrets in what it writes
-    processes: int | None = None  # --mcp-processes: worker processes for litellm calls (None: auto)
+    processes: int | None = None  # --mcp-processes: no longer used (a notice says so when given)
     max_cost: float | None = None  # --mcp-max-cost: USD the run's model calls may spend (run.budget)
     prompt_cache: str = PROMPT_CACHE_MODES[0]  # --mcp-prompt-cache / ini mcp_prompt_cache (models.cost)
     overlay: Overlay | None = None  # --mcp-overlay: descriptions that replace the catalog's (overlay.py)

@@ -42,30 +42,6 @@ for _module in pkgutil.walk_packages(pytest_mcpeval.__path__, "pytest_mcpeval.")
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 
 
-def _restore_tolerating_imports(restore: Any) -> Any:
-    """pytester's sys.modules snapshot, restored after an in-process run, iterates ``sys.modules`` before it
-    changes anything; a thread of litellm's (its success-callback executor, a Gemini transformation) that
-    imports at that moment makes the iteration raise "dictionary changed size during iteration", an
-    INTERNALERROR of a run that passed.  The iteration is retried: it has changed nothing when it raises."""
-
-    def tolerant(self: Any) -> None:
-        for attempt in range(10):
-            try:
-                return restore(self)
-            except RuntimeError as exc:
-                if "changed size during iteration" not in str(exc) or attempt == 9:
-                    raise
-        return None
-
-    return tolerant
-
-
-# test-only: pytester's SysModulesSnapshot is not public API; without it the flake above fails a run at random
-_pytester_module = importlib.import_module("_pytest.pytester")
-_pytester_module.SysModulesSnapshot.restore = _restore_tolerating_imports(  # type: ignore[method-assign]
-    _pytester_module.SysModulesSnapshot.restore)
-
-
 # The slowest tests (measured with --durations), started first, slowest first: under xdist the last tests to
 # start are then short ones, and no long test runs alone at the end of the suite.  Node id prefixes; every other
 # test keeps its place after them.  (The plugin's own xdist scheduler hands out items in collection order.)
@@ -73,7 +49,7 @@ SLOW_FIRST = (
     "tests/test_chat_model.py::test_the_real_model_end_to_end",
     "tests/test_tune.py::test_the_demo_keeps_one_rewrite",
     "tests/test_local_model.py::test_local_minilm_choices_are_pinned",
-    "tests/test_speed_and_cache.py::test_litellm_set_up_in_a_conftest_keeps_auto_calls_in_the_pytest_process",
+    "tests/test_speed_and_cache.py::test_litellm_set_up_in_a_conftest_sees_every_call",
     "tests/faults/test_fault_workers.py::test_a_killed_worker_costs_its_item_and_stalls_nobody",
     "tests/test_xdist.py::test_a_chosen_dist_mode_is_kept",
     "tests/test_flow_examples.py::test_the_example_flows_score_as_designed",
@@ -94,20 +70,6 @@ def _slowness(item: pytest.Item) -> int:
 @pytest.hookimpl(trylast=True)  # after any shuffling (pytest-randomly), so the slow ones still come first
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_slowness)  # a stable sort: the order of the rest is kept
-
-
-@pytest.fixture(autouse=True)
-def _calls_ended() -> Iterator[None]:
-    """After each test (and after its servers stopped): wait for the model calls it abandoned to end.  An attempt
-    past its deadline goes on in a thread of its own (models/litellm_http.py) until its server stops; litellm
-    then imports what it reports the error with, and an import while the next in-process run restores
-    sys.modules is pytester's "dictionary changed size during iteration"."""
-    yield
-    import threading
-
-    for thread in threading.enumerate():
-        if thread.name == "mcpeval-call":
-            thread.join(timeout=30)
 
 
 @pytest.fixture

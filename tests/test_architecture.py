@@ -181,7 +181,7 @@ def test_renderings_import_neither_scoring_nor_gate() -> None:
 # docs/architecture.md's layers, lowest first: a module imports only from its own layer and the ones before it
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "results", "text", "numbers", "bounds", "defaults", "redact", "json_file", "storage", "hookspecs",
-     "interrupts", "tool_result", "server_log"),
+     "interrupts", "tool_result", "server_log", "core"),
     ("benchmark", "catalog", "transports", "server_secrets", "servers", "overlay"),
     ("models", "catalog_report"),
     ("scoring",),

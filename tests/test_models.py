@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import read_report, run
 
-from pytest_mcpeval.models import ModelCallError, litellm_client, litellm_failures, litellm_http, litellm_load
+from pytest_mcpeval.models import ModelCallError, litellm_client, litellm_failures, litellm_load
 from pytest_mcpeval.models.config import ModelRegistry, ModelSpec
 from pytest_mcpeval.models.reply import ModelReply
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -329,22 +329,6 @@ def test_gpt5_runs_and_a_missing_key_is_one_line(pytester: pytest.Pytester, mode
     assert result.ret == 1
 
 
-def test_a_worker_process_keeps_what_its_own_imports_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--mcp-processes: a worker applies the pytest process's changes to its environment, but keeps what its
-    own imports set (litellm sets TIKTOKEN_CACHE_DIR; removing it made litellm's first Anthropic call fetch
-    its tokenizer from the network, a flaky retry in this file before)."""
-    from pytest_mcpeval.models import processes
-
-    worker = {"KEPT": "1", "GONE": "x", "TIKTOKEN_CACHE_DIR": "/litellm/tokenizers"}
-    monkeypatch.setattr(processes.os, "environ", worker)
-    monkeypatch.setattr(processes, "_ENV_BEFORE", {"KEPT": "1", "GONE": "x"})
-    monkeypatch.setattr(processes, "_env_last", {})
-    processes._sync_env({"KEPT": "2", "NEW": "y"})
-    assert worker == {"KEPT": "2", "NEW": "y", "TIKTOKEN_CACHE_DIR": "/litellm/tokenizers"}
-    processes._sync_env({"KEPT": "2"})  # removed in the pytest process since
-    assert worker == {"KEPT": "2", "TIKTOKEN_CACHE_DIR": "/litellm/tokenizers"}
-
-
 def test_the_tokenizer_leaves_its_folder_set(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loading o200k_base from litellm's folder sets TIKTOKEN_CACHE_DIR and leaves it (as litellm's import
     does): unsetting it again raced litellm loading its own encoding on another thread."""
@@ -357,43 +341,35 @@ def test_the_tokenizer_leaves_its_folder_set(monkeypatch: pytest.MonkeyPatch) ->
     assert tokens.os.environ["TIKTOKEN_CACHE_DIR"] == str(tokens.bundled_tokenizers())
 
 
-def test_idle_connections_are_kept_alive_not_closed(model_server: ScriptedModelServer,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """40 calls at once, twice: the second 40 reuse the first 40's connections.  httpx's default pool closes
-    all but 20 idle ones, and httpcore can close one it just handed to a waiting request (encode/httpcore
-    issue 1110: a "Bad file descriptor", or a call hanging for its whole timeout), so litellm is given a pool
-    that keeps them; a client_session the user set is left alone."""
+def test_calls_at_once_share_one_loop_and_keep_their_connections(model_server: ScriptedModelServer) -> None:
+    """40 calls at once on one event loop, twice: all 40 are in flight together, and the second 40 reuse the
+    first 40's connections (litellm's own async client; nothing of litellm's is replaced)."""
+    import asyncio
+
     import litellm
 
-    monkeypatch.setattr(litellm_http, "_pool_checked", False)
-    monkeypatch.setattr(litellm, "client_session", None)
+    session = litellm.client_session
     model = ModelSpec("m", "openai/pool", {"api_base": model_server.api_base, "api_key": "k"})
-    for wave in range(2):
-        model_server.max_in_flight = 0
-        model_server.script("*", {"content": "ok", "gather": 40})
-        threads = [threading.Thread(target=litellm_client.complete, args=(model, [{"role": "user", "content": "hi"}],
-                                                                           [])) for _ in range(40)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert model_server.max_in_flight == 40 and len(model_server.requests) == 40 * (wave + 1)
-    assert model_server.connections == 40  # httpx's default pool: 60 (20 kept, 20 opened again)
-    own = litellm.client_session
-    assert own is not None
-    monkeypatch.setattr(litellm_http, "_pool_checked", False)
-    mine = own.__class__()
-    monkeypatch.setattr(litellm, "client_session", mine)
-    litellm_http.keep_alive_pool(litellm)
-    assert litellm.client_session is mine
-    mine.close()
+
+    async def waves() -> None:
+        for number in range(2):
+            model_server.max_in_flight = 0
+            model_server.script("*", {"content": "ok", "gather": 40})
+            replies = await asyncio.gather(*(litellm_client.acomplete(model, [{"role": "user", "content": "hi"}], [])
+                                             for _ in range(40)))
+            assert [r.content for r in replies] == ["ok"] * 40
+            assert model_server.max_in_flight == 40 and len(model_server.requests) == 40 * (number + 1)
+
+    asyncio.run(waves())
+    assert model_server.connections == 40  # the second wave reused the first's
+    assert litellm.client_session is session  # litellm's globals are as the plugin found them
 
 
 @pytest.mark.parametrize("collector_on", [True, False])
-def test_litellm_is_imported_with_the_collector_off_then_frozen(monkeypatch: pytest.MonkeyPatch,
+def test_litellm_is_imported_with_the_collector_off(monkeypatch: pytest.MonkeyPatch,
                                                                 collector_on: bool) -> None:
     """load_litellm: the import runs with the garbage collector off (its full passes over litellm's objects were
-    a third of the import), what it built is frozen, and the collector is left as the caller had it."""
+    a third of the import), and the collector is left as the caller had it."""
     import builtins
     import gc
 
@@ -414,19 +390,8 @@ def test_litellm_is_imported_with_the_collector_off_then_frozen(monkeypatch: pyt
         assert states == [False]
         assert gc.isenabled() is collector_on
         assert module is sys.modules["litellm"]
-        assert gc.get_freeze_count() > 0
         assert litellm_client.load_litellm() is module and states == [False]  # once per process
     finally:
         (gc.enable if was_on else gc.disable)()
-        gc.unfreeze()
 
 
-def test_the_fork_server_loads_litellm_as_the_plugin_does() -> None:
-    from pytest_mcpeval.models import processes
-
-    assert processes.PRELOAD[0] == "pytest_mcpeval.models.processes"  # its environment before any import
-    assert processes.PRELOAD[-1] == "pytest_mcpeval.models.litellm_loaded"
-    code = ("import gc, sys; import pytest_mcpeval.models.litellm_loaded; "
-            "print('litellm' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 100000)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout.split() == ["True", "True", "True"], done.stderr

@@ -268,23 +268,13 @@ def test_turns_of_different_flows_interleave(pytester: pytest.Pytester, model_se
     assert len(model_server.requests) == 16 and model_server.max_in_flight == 4  # the slow second turns at once
 
 
-def test_calls_made_in_worker_processes(project: pytest.Pytester, model_server: ScriptedModelServer,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """--mcp-processes: litellm's calls are made by worker processes, with the same results, cache and budget."""
-    from pytest_mcpeval.models import litellm_client
-
-    def not_here(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a call was made in the pytest process")
-
-    monkeypatch.setattr(litellm_client, "complete", not_here)  # the workers have their own, unpatched
-    model_server.latency = 0.2
-    result = run(project, "--mcp-models=fake", "--mcp-processes=1", "--mcp-concurrency=6", "--mcp-report=report.json")
-    result.stdout.fnmatch_lines([f"*{N} passed*"])
-    report = read_report(project)
-    assert len(model_server.requests) == N and len(cache_files(project)) == N
-    assert 1 < model_server.max_in_flight <= 6
-    assert report["run"]["models"]["fake"]["params_sent"] == {"api_base": model_server.api_base, "temperature": 0}
-    assert report["models"]["fake"]["usage"]["prompt_tokens"] > 0 and report["models"]["fake"]["accuracy"] == 1.0
+def test_the_retired_processes_option_is_a_notice(project: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """--mcp-processes is no longer used (every call of a process runs on its event loop): a command line that still
+    gives it runs as before, with one line that says so."""
+    result = run(project, "--mcp-models=fake", "--mcp-processes=2", "--mcp-report=report.json")
+    result.stdout.fnmatch_lines(["pytest-mcpeval: --mcp-processes is no longer used: the model calls of a process "
+                                 "run on its event loop; -n N (pytest-xdist) uses more cores", f"*{N} passed*"])
+    assert len(model_server.requests) == N and read_report(project)["models"]["fake"]["accuracy"] == 1.0
 
 
 def test_a_bad_process_count_is_one_line(pytester: pytest.Pytester) -> None:
@@ -309,22 +299,20 @@ def pytest_unconfigure(config):
 """
 
 
-@pytest.mark.parametrize("processes", [[], ["--mcp-processes=1"]], ids=["auto", "chosen"])
-def test_litellm_set_up_in_a_conftest_keeps_auto_calls_in_the_pytest_process(
-        pytester: pytest.Pytester, model_server: ScriptedModelServer, processes: list[str]) -> None:
-    """A conftest.py that imports litellm and sets it up (here a success callback): under ``auto`` (100 calls and
-    more would go to worker processes) the calls are made in the pytest process, where the setting is, so the
-    callback sees each of them; ``--mcp-processes=N`` is obeyed as chosen (the workers have no such callback)."""
+def test_litellm_set_up_in_a_conftest_sees_every_call(pytester: pytest.Pytester,
+                                                      model_server: ScriptedModelServer) -> None:
+    """A conftest.py that imports litellm and sets it up (here a success callback): the calls are made in the
+    pytest process, where the setting is, so the callback sees each of them."""
     calls = 120
     make_project(pytester, model_server, {"bench.mcpeval.yaml": get_me_cases(calls)})
     (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
     (pytester.path / "conftest.py").write_text(CALLBACK_CONFTEST)
     model_server.script("*", {"tool_calls": [{"name": "get_me", "arguments": {}}]})
-    result = run_subprocess(pytester, "--mcp-models=fake", "--mcp-record=off", *processes)  # a fresh process
+    result = run_subprocess(pytester, "--mcp-models=fake", "--mcp-record=off")  # a fresh process
     result.stdout.fnmatch_lines([f"*{calls} passed*"])
     assert len(model_server.requests) == calls
     counted = int((pytester.path / "counted.txt").read_text())
-    assert counted == (0 if processes else calls)
+    assert counted == calls
 
 
 def test_a_lone_surrogate_in_a_request_gets_a_key() -> None:

@@ -1,7 +1,7 @@
 """Model clients.  ``config`` resolves names; :func:`call_model` is the one place a model is called.
 
 ``local/...`` models are the embedded offline retriever (:mod:`.local`); every other name goes through
-litellm (:mod:`.litellm_client`).  Both are imported only when a case runs.
+litellm's async API (:mod:`.litellm_client`), on the process's event loop.  Both are imported only when a case runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models.common import OFFLINE_ENV, ModelCallError
 
-__all__ = ["OFFLINE_ENV", "ModelCallError", "call_model", "params_sent"]
+__all__ = ["OFFLINE_ENV", "ModelCallError", "acall_model", "call_model", "params_sent"]
 
 if TYPE_CHECKING:
     from pytest_mcpeval.catalog import Catalog
@@ -35,17 +35,26 @@ def params_sent(model: ModelSpec) -> dict[str, Any]:
     return litellm_params.params_sent(model)
 
 
-def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *,
-               retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
-    from pytest_mcpeval.models.local import PREFIX, LocalModelError
+def call_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog) -> ModelReply:
+    """A ``local/...`` model's reply, computed in the calling thread (a retriever ranks in milliseconds)."""
+    from pytest_mcpeval.models import local
+
+    try:
+        return local.complete(model, messages, catalog)
+    except local.LocalModelError as exc:
+        raise ModelCallError(f"model {model.name}: {exc}") from None
+
+
+async def acall_model(model: ModelSpec, messages: list[dict[str, Any]], catalog: Catalog, *,
+                      retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0) -> ModelReply:
+    """The model's reply, on the process's event loop (:mod:`pytest_mcpeval.core`)."""
+    from pytest_mcpeval.models.local import PREFIX
 
     if model.target.startswith(PREFIX):
-        from pytest_mcpeval.models import local
+        import anyio
 
-        try:
-            return local.complete(model, messages, catalog)
-        except LocalModelError as exc:
-            raise ModelCallError(f"model {model.name}: {exc}") from None
+        return await anyio.to_thread.run_sync(call_model, model, messages, catalog)
     from pytest_mcpeval.models import litellm_client
 
-    return litellm_client.complete(model, messages, catalog.openai_tools, retries=retries, timeout=timeout, seed=seed)
+    return await litellm_client.acomplete(model, messages, catalog.openai_tools, retries=retries, timeout=timeout,
+                                          seed=seed)

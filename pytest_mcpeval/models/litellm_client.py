@@ -1,9 +1,15 @@
-"""The litellm path: one chat completion with the full tool list, with retries and a timeout (:func:`complete`).
+"""The litellm path: one chat completion with the full tool list, with retries and a deadline (:func:`acomplete`).
 
 Imported only when a case actually runs (litellm costs seconds to import: :mod:`.litellm_load`).  litellm's own
 environment variables (``OPENAI_API_BASE``, ``ANTHROPIC_API_KEY``, ...) work as documented by litellm.  The parts
 live beside it: the parameters sent (:mod:`.litellm_params`), why an attempt failed and how long to wait
-(:mod:`.litellm_failures`), the HTTP pool and each attempt's deadline (:mod:`.litellm_http`).
+(:mod:`.litellm_failures`).
+
+Calls are litellm's async API on the process's event loop (:mod:`pytest_mcpeval.core`).  ``timeout``
+(``--mcp-timeout``) is a deadline for each attempt as a whole, a cancel scope around the awaited call:
+connecting, the headers and the whole body (httpx, which litellm hands the timeout, applies it to each read
+alone, so a provider that sends a byte every few seconds could keep a call going for minutes).  Retries sleep
+on the loop, ``Retry-After`` first.
 
 Messages are sent as given, in the OpenAI chat format, which litellm translates for other providers; a
 flow's conversation holds assistant messages with ``tool_calls`` (``id``, ``type: function``, ``function``
@@ -13,6 +19,12 @@ when the provider gave none: :func:`_call_id`).
 
 A reply keeps its finish reason: litellm's normalised one and the provider's own where litellm keeps it
 (:func:`_finish_reasons`).
+
+One reply litellm cannot hand over is read on this side of the call: tool-call arguments nested deeper than
+``json`` can parse (litellm parses them to spot OpenAI's ``multi_tool_use.parallel`` and rejects the whole,
+well-formed completion on the ``RecursionError``).  The provider's answer as litellm received it reaches the
+per-call ``logger_fn`` (a documented parameter of a call), and :func:`_deep_reply` builds the reply from it: the
+model made a malformed call, a miss (``malformed_call``), not an error of the provider.
 """
 
 from __future__ import annotations
@@ -24,17 +36,17 @@ import re
 import time
 from typing import Any
 
+from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from pytest_mcpeval.models.common import KeyRejected, ModelCallError
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.cost import read_usage, response_cost, with_cache_breakpoints
 from pytest_mcpeval.models.litellm_failures import _retry_after, backoff, classify
-from pytest_mcpeval.models.litellm_http import _attempt, keep_alive_pool, tolerate_deep_arguments
 from pytest_mcpeval.models.litellm_load import load_litellm
 from pytest_mcpeval.models.litellm_params import params_sent, request_params
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 
-__all__ = ["classify", "complete", "load_litellm", "params_sent", "request_params"]
+__all__ = ["DeadlinePassed", "acomplete", "classify", "complete", "load_litellm", "params_sent", "request_params"]
 
 # the ids litellm gives a tool call the provider sent without one: str(uuid.uuid4()) (Ollama, and others),
 # f"call_{uuid.uuid4()}", f"call_{uuid.uuid4().hex[:28]}" (Gemini), f"call_{uuid.uuid4().hex}" (Bedrock), ...
@@ -45,20 +57,39 @@ LITELLM_MADE_ID = re.compile(
 THOUGHT_SEPARATOR = "__thought__"
 
 
+class DeadlinePassed(Exception):
+    """An attempt that had no whole answer by its deadline; :func:`classify` reads it as any timeout (retried)."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__("timed out")  # the line names the deadline: "Timeout: no answer within 2 s (--mcp-timeout)"
+        self.timeout = timeout
+
+
 def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0,
              timeout_option: str = "--mcp-timeout") -> ModelReply:
+    """:func:`acomplete` for a caller outside a run (tune's proposer, draft's drafter): on a loop of its own."""
+    from pytest_mcpeval.core import Core
+
+    core = Core()
+    try:
+        return core.call(acomplete, model, messages, tools, retries, timeout, seed, timeout_option)
+    finally:
+        core.close()
+
+
+async def acomplete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    retries: int = DEFAULT_RETRIES, timeout: float = DEFAULT_TIMEOUT, seed: int = 0,
+                    timeout_option: str = "--mcp-timeout") -> ModelReply:
     """One chat completion with ``tools``; raises :class:`ModelCallError` once retries are spent (a timeout's
     message names ``timeout_option``: the tune command's proposer has its own)."""
     if model.target.startswith("llama-server/"):  # local/qwen2.5-coder-*: the llama.cpp route (models/llama)
         from pytest_mcpeval.models.llama import route
-        return route.complete(model, messages, tools, complete, ModelCallError, retries=retries, timeout=timeout,
-                              seed=seed, timeout_option=timeout_option)
-    litellm = load_litellm()
+        return await route.acomplete(model, messages, tools, acomplete, ModelCallError, retries=retries,
+                                     timeout=timeout, seed=seed, timeout_option=timeout_option)
+    import anyio
 
-    litellm.suppress_debug_info = True
-    keep_alive_pool(litellm)
-    tolerate_deep_arguments()
+    litellm = load_litellm()
     retries = int(model.params.get("num_retries", retries))
     # a copy: the caller's conversation is hashed into cache keys, and providers' adapters may edit messages
     # (Anthropic: cache_control breakpoints on the catalog and system prompt, unless --mcp-prompt-cache=off)
@@ -75,16 +106,26 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
     started = time.perf_counter()
     while True:
         attempt += 1
+        received: list[Any] = []
+        kwargs["logger_fn"] = lambda details, seen=received: _keep_raw(details, seen)
         try:
-            response = _attempt(litellm, kwargs, deadline)
+            with anyio.fail_after(deadline):
+                response = await litellm.acompletion(**kwargs)
             break
+        except TimeoutError:
+            failure = classify(DeadlinePassed(deadline), model, deadline, timeout_option)
+            error: Exception = DeadlinePassed(deadline)
         except Exception as exc:  # litellm maps every provider failure onto its exception classes
+            deep = _deep_reply(received, model, attempt, time.perf_counter() - started)
+            if deep is not None:
+                return deep
             failure = classify(exc, model, deadline, timeout_option)
-            if attempt > retries or not failure.retry:
-                tries = f" after {attempt} attempts" if attempt > 1 else ""
-                kind = KeyRejected if failure.key_rejected else ModelCallError
-                raise kind(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
-            time.sleep(backoff(attempt, rng, _retry_after(exc, timeout)))
+            error = exc
+        if attempt > retries or not failure.retry:
+            tries = f" after {attempt} attempts" if attempt > 1 else ""
+            kind = KeyRejected if failure.key_rejected else ModelCallError
+            raise kind(f"model {model.name} ({model.target}){tries}: {failure.message}") from None
+        await anyio.sleep(backoff(attempt, rng, _retry_after(error, timeout)))
     latency = time.perf_counter() - started
     choices = getattr(response, "choices", None)
     message_obj = getattr(choices[0], "message", None) if choices else None
@@ -103,6 +144,58 @@ def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[
                       latency_s=latency, cost_usd=response_cost(model, hidden.get("response_cost")),
                       attempts=attempt, params_sent=params_sent(model), thinking_blocks=_thinking_blocks(message_obj),
                       finish_reason=finish, provider_finish_reason=native)
+
+
+def _keep_raw(details: Any, seen: list[Any]) -> None:
+    """litellm's ``logger_fn``: keep the provider's answer as received (``original_response``, after the call)."""
+    if isinstance(details, dict) and details.get("original_response") is not None:
+        seen.append(details["original_response"])
+
+
+def _deep_reply(received: list[Any], model: ModelSpec, attempt: int, latency: float) -> ModelReply | None:
+    """The reply litellm rejected because a tool call's arguments nest too deep to parse, built from the answer as
+    received: its calls (names and argument text, which scoring reads as malformed), text and finish reason;
+    ``None`` when the failure was anything else."""
+    raw = received[-1] if received else None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+    choices = raw.get("choices") if isinstance(raw, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    message = choice.get("message") if choice is not None else None
+    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+        return None
+    calls: list[RawCall] = []
+    for call in message["tool_calls"]:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            return None
+        arguments = function.get("arguments")
+        calls.append(RawCall(name=str(function.get("name") or ""), arguments=arguments if isinstance(arguments, str)
+                             else "", id=_call_id_text(str(call.get("id") or ""))))
+    if not any(_too_deep(c.arguments) for c in calls):
+        return None
+    content = message.get("content")
+    finish = choice.get("finish_reason") if choice is not None else None
+    return ModelReply(calls=calls, content=content if isinstance(content, str) else None, usage={},
+                      latency_s=latency, cost_usd=None, attempts=attempt, params_sent=params_sent(model),
+                      finish_reason=str(finish) if finish else None)
+
+
+def _too_deep(text: str) -> bool:
+    try:
+        return depth_exceeds(json.loads(text))
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+
+
+def _call_id_text(found: str) -> str:
+    found = found.split(THOUGHT_SEPARATOR, 1)[0]
+    return "" if LITELLM_MADE_ID.fullmatch(found) else found
 
 
 def _finish_reasons(choice: Any, message: Any) -> tuple[str | None, str | None]:
@@ -130,8 +223,7 @@ def _call_id(call: Any) -> str:
     ``call_<random hex>`` for Gemini, with the call's thought signature appended), which would change the next
     request of a flow (and its cache key) on every run: the flow engine gives such a call a deterministic id
     instead (the signature goes back in :func:`_call_fields`)."""
-    found = str(getattr(call, "id", None) or "").split(THOUGHT_SEPARATOR, 1)[0]
-    return "" if LITELLM_MADE_ID.fullmatch(found) else found
+    return _call_id_text(str(getattr(call, "id", None) or ""))
 
 
 def _call_fields(call: Any) -> dict[str, Any]:

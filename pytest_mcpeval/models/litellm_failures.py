@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import logging
 import math
 import random
@@ -150,8 +151,16 @@ def _undecodable(detail: str) -> Failure:
 
 
 def _connection(exc: BaseException, model: ModelSpec) -> str:
+    """The line of a failed connection.  aiohttp (litellm's async transport) says "Cannot connect to host H:P
+    ssl:<object> [Connect call failed (...)]": its ``os_error`` is read, as httpx's error says it."""
     where = model.user_params.get("api_base")
-    return f"connection error: {_one_line(exc)}" + (f" (api_base {where})" if where else "")
+    said = _one_line(exc)
+    for link in _causes(exc):
+        cause = getattr(link, "os_error", None)
+        if isinstance(cause, OSError) and cause.errno:
+            said = f"[Errno {cause.errno}] {os.strerror(cause.errno)}"
+            break
+    return f"connection error: {said}" + (f" (api_base {where})" if where else "")
 
 
 def classify(exc: Exception, model: ModelSpec, timeout: float | None = None,

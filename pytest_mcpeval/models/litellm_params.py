@@ -41,7 +41,6 @@ def _accepted(model: ModelSpec, name: str, value: Any) -> bool:
     from litellm.exceptions import UnsupportedParamsError
     from litellm.utils import get_optional_params
 
-    litellm.suppress_debug_info = True  # no "Provider List: ..." banner on stdout for an unknown provider
     user = model.user_params
     try:
         base_model, provider, _, _ = litellm.get_llm_provider(

@@ -1,15 +1,17 @@
 """Concurrent model calls: a :class:`Unit` is one call, the :class:`Dispatcher` makes it, once.
 
 pytest runs items one after another; an evaluation is I/O bound.  So the calls of items that have not run
-yet are submitted ahead (which ones, and when: :mod:`~pytest_mcpeval.run.prefetch`) to a thread pool per
-model (``--mcp-concurrency``, per-model overrides in ``mcp_concurrency``), and each item then only waits
-for its own call.  The dispatcher replays recorded calls (:mod:`~pytest_mcpeval.run.cache`), stops paying
-once the budget is spent (``--mcp-max-cost``) or the run is interrupted, and hands litellm calls to worker
-processes when there are some (``--mcp-processes``, planned in :mod:`~pytest_mcpeval.run.planning`).
+yet are started ahead (which ones, and when: :mod:`~pytest_mcpeval.run.prefetch`) on the process's event loop
+(:mod:`~pytest_mcpeval.core`), at most ``--mcp-concurrency`` of a model in flight (per-model overrides in
+``mcp_concurrency``), and each item then only waits for its own call.  On the loop, a flow or the judge awaits
+:meth:`Dispatcher.fetch`; an item waits with :meth:`Dispatcher.get`.  The dispatcher replays recorded calls
+(:mod:`~pytest_mcpeval.run.cache`) in the item's own thread (a replay starts no loop) and stops paying once the
+budget is spent (``--mcp-max-cost``) or the run is interrupted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import functools
 import threading
@@ -18,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.catalog import Catalog
-from pytest_mcpeval.models import ModelCallError, call_model
+from pytest_mcpeval.core import Core
+from pytest_mcpeval.models import ModelCallError, acall_model, call_model
 from pytest_mcpeval.models.common import KeyRejected
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
@@ -32,10 +35,8 @@ from pytest_mcpeval.run.cache import (
     legacy_request_key,
     request_key,
 )
-from pytest_mcpeval.run.pool import DaemonPool
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.models.processes import CallProcesses
     from pytest_mcpeval.run.budget import Budget
 
 
@@ -72,53 +73,55 @@ class DispatchSettings:
 
 
 class Dispatcher:
-    def __init__(self, settings: DispatchSettings, cache: ResponseCache | None,
-                 processes: CallProcesses | None = None, budget: Budget | None = None,
-                 stopping: threading.Event | None = None) -> None:
+    def __init__(self, settings: DispatchSettings, cache: ResponseCache | None, core: Core | None = None,
+                 budget: Budget | None = None, stopping: threading.Event | None = None) -> None:
         self.settings = settings
         self.cache = cache
+        self.core = core if core is not None else Core()
         self.budget = budget  # --mcp-max-cost: checked before each call made, paid calls added after
-        self.processes = processes  # --mcp-processes: litellm calls made in worker processes
         self.stopping = stopping  # set on SIGINT / SIGTERM (interrupts.py): no call starts after it
+        # calls started ahead, by key: touched by the main thread and the loop with one atomic dict operation each,
+        # never under a lock (a signal raised into the main thread between a lock's acquire and its release would
+        # leave the loop waiting for it for good)
         self._futures: dict[str, concurrent.futures.Future[ModelReply]] = {}
-        self._pools: dict[str, DaemonPool] = {}
-        self._lock = threading.RLock()
         self._rejected: dict[str, str] = {}  # model name -> why its key was refused (no call of it starts after)
 
     # -- public ---------------------------------------------------------------------------------
     def submit(self, unit: Unit) -> None:
-        """Start the call in the background (no-op for retrievers, which are fast and local)."""
-        if unit.model.target.startswith(LOCAL_PREFIX):
+        """Start the call on the loop (no-op for retrievers, which are fast and local, and for replays)."""
+        if not self._called(unit) or unit.key in self._futures:
             return
-        if self.cache is not None and (self.cache.mode == "none" or (self.cache.mode == "new" and (
-                self.cache.has(unit.model, unit.key) or self.cache.has(unit.model, unit.legacy_key)))):
-            return  # a replay (or, in mode none, a miss, which is an error): the item reads it itself
-        with self._lock:
-            if unit.key in self._futures:
-                return
-            self._futures[unit.key] = self._pool(unit.model).submit(self._fetch, unit)
-
-    def call(self, unit: Unit) -> ModelReply:
-        """The unit's reply, the call made in turn with the others of its model (within its concurrency)."""
-        self.submit(unit)
-        return self.get(unit)
+        self._futures[unit.key] = self.core.start(self._fetch, unit)  # one thread submits a unit
 
     def get(self, unit: Unit) -> ModelReply:
-        """The unit's reply; raises :class:`ModelCallError` for infrastructure failures."""
-        with self._lock:
-            future = self._futures.pop(unit.key, None)
+        """The unit's reply, for an item (the main thread); raises :class:`ModelCallError` for infrastructure
+        failures."""
+        if unit.model.target.startswith(LOCAL_PREFIX):  # a retriever: in this thread
+            return self._local(unit)
+        future = self._futures.pop(unit.key, None)
+        if future is None:
+            if not self._called(unit):  # a replay: in this thread
+                try:
+                    return self._recorded(unit)
+                except LookupError:  # the entry cannot be read: the call is made again (and the entry noted)
+                    pass
+            future = self.core.start(self._fetch, unit)
+        try:
+            return self.core.wait(future)
+        except concurrent.futures.CancelledError:
+            raise ModelCallError(f"{unit.label}: not completed: the run was interrupted") from None
+
+    async def fetch(self, unit: Unit) -> ModelReply:
+        """The unit's reply, on the loop (a flow's turn, the judge): the call started ahead if it was."""
+        future = self._futures.pop(unit.key, None)
         if future is not None:
-            try:
-                return future.result()
-            except concurrent.futures.CancelledError:
-                raise ModelCallError(f"{unit.label}: the call was cancelled") from None
-        return self._fetch(unit)
+            return await asyncio.wrap_future(future)
+        if unit.model.target.startswith(LOCAL_PREFIX):
+            return await acall_model(unit.model, unit.messages, unit.catalog)
+        return await self._fetch(unit)
 
     def close(self) -> None:
-        for pool in self._pools.values():
-            pool.shutdown(cancel_futures=True)
-        if self.processes is not None:
-            self.processes.close()
+        self.core.close()
 
     def pool_size(self, model: ModelSpec) -> int:
         """The calls of ``model`` this process has in flight at most (its share of the concurrency)."""
@@ -131,11 +134,15 @@ class Dispatcher:
             for entry in bad:
                 self.cache.note_bad(entry, outcome)
 
-    def _pool(self, model: ModelSpec) -> DaemonPool:
-        with self._lock:
-            if model.name not in self._pools:  # abandoned on exit (Ctrl-C)
-                self._pools[model.name] = DaemonPool(self.pool_size(model), f"mcpeval-{model.name}")
-            return self._pools[model.name]
+    def _called(self, unit: Unit) -> bool:
+        """Whether the unit's reply comes from a call (not a retriever, not a replay of the cache)."""
+        if unit.model.target.startswith(LOCAL_PREFIX):
+            return False
+        return self.cache is None or not (self.cache.mode == "none" or (self.cache.mode == "new" and (
+            self.cache.has(unit.model, unit.key) or self.cache.has(unit.model, unit.legacy_key))))
+
+    def _local(self, unit: Unit) -> ModelReply:
+        return call_model(unit.model, unit.messages, unit.catalog)
 
     def _replay(self, unit: Unit, bad: list[BadEntry]) -> ModelReply | None:
         """The recorded reply, or ``None``; an entry at the call's key that does not validate is added to ``bad``
@@ -161,21 +168,9 @@ class Dispatcher:
             bad.append(exc)
             return None
 
-    def _call(self, unit: Unit) -> ModelReply:
-        seed = zlib.crc32(unit.key.encode())
-        reply = None
-        if self.processes is not None:
-            reply = self.processes.complete(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
-                                            timeout=self.settings.timeout, seed=seed)
-        if reply is None:  # in this process (or no worker could be started)
-            reply = call_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
-                               timeout=self.settings.timeout, seed=seed)
-        return reply
-
-    def _fetch(self, unit: Unit) -> ModelReply:
-        if unit.model.target.startswith(LOCAL_PREFIX):
-            return call_model(unit.model, unit.messages, unit.catalog)
-        bad: list[BadEntry] = []
+    def _recorded(self, unit: Unit, bad: list[BadEntry] | None = None) -> ModelReply:
+        """The recorded reply of ``unit`` (a :class:`ModelCallError` under ``--mcp-record=none`` when there is none)."""
+        bad = [] if bad is None else bad
         reply = self._replay(unit, bad)
         if reply is not None:
             self._note_bad(bad, REPLAYED_OLDER)  # the entry of the current key was bad, the older key's answered
@@ -190,6 +185,11 @@ class Dispatcher:
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
+        raise LookupError(unit.key)
+
+    def _may_call(self, unit: Unit) -> None:
+        """Raise :class:`ModelCallError` when the call must not be made: the run is ending, the model's key was
+        refused, or the budget is spent."""
         if self.stopping is not None and self.stopping.is_set():  # the run is ending: nothing more is paid for
             raise ModelCallError(f"{unit.label}: not called: the run was interrupted")
         rejected = self._rejected.get(unit.model.name)
@@ -200,13 +200,23 @@ class Dispatcher:
                 self.budget.check()
             except ModelCallError as exc:
                 raise ModelCallError(f"{unit.label}: {exc}") from None
-        self._note_bad(bad, CALLED_AGAIN)  # said before the call: it is made, whatever it answers
+
+    async def _fetch(self, unit: Unit) -> ModelReply:
+        """The call made, within the model's concurrency (or its recorded reply, read first)."""
+        bad: list[BadEntry] = []
         try:
-            reply = self._call(unit)
+            return self._recorded(unit, bad)
+        except LookupError:
+            pass
+        try:
+            async with self.core.limit(unit.model.name, self.pool_size(unit.model)):
+                self._may_call(unit)  # asked once the call has its place: the run may have changed meanwhile
+                self._note_bad(bad, CALLED_AGAIN)  # said before the call: it is made, whatever it answers
+                reply = await acall_model(unit.model, unit.messages, unit.catalog, retries=self.settings.retries,
+                                          timeout=self.settings.timeout, seed=zlib.crc32(unit.key.encode()))
         except KeyRejected:
-            with self._lock:
-                self._rejected.setdefault(unit.model.name, f"the key of model {unit.model.name} was rejected on the "
-                                                           f"call of {unit.label} (its other calls are not made)")
+            self._rejected.setdefault(unit.model.name, f"the key of model {unit.model.name} was rejected on the "
+                                                       f"call of {unit.label} (its other calls are not made)")
             raise
         if self.budget is not None:
             self.budget.add(reply.cost_usd)

@@ -37,8 +37,9 @@ class Engine:
             self.claims_threshold = settings.claims_threshold
             if settings.judge_model:
                 self.judge = settings.registry.resolve(settings.judge_model)
-        self.pool = ServerPool(log_dir, connect_timeout)
         self.dispatcher = dispatcher
+        self.core = dispatcher.core  # the process's event loop: model calls, server sessions, flows
+        self.pool = ServerPool(log_dir, connect_timeout, self.core)
         tokens.use_store(dispatcher.cache)  # token counts kept with the responses: a replay loads no tokenizer
         self.repeats = repeats
         self._reported_catalogs: set[str] = set()
@@ -108,5 +109,5 @@ class Engine:
 
     def close(self) -> None:
         tokens.use_store(None)
+        self.pool.close()  # the servers first: their sessions end on the loop
         self.dispatcher.close()
-        self.pool.close()

@@ -6,10 +6,10 @@ answers without a tool call (its text is the final answer) or ``max_turns`` mode
 turn limit: no final answer; the last turn's calls are answered all the same, so every call of the
 transcript has its answer).  Each model call is a :class:`~pytest_mcpeval.run.dispatch.Unit` through the
 dispatcher, so it is cached by a key that hashes the whole conversation (a recorded flow replays offline)
-and made within the model's concurrency.  The prefetch runs each flow on a thread of its own
-(:meth:`~pytest_mcpeval.run.runtime.Runtime.prefetch`): a flow waiting for a turn, a tool or the judge holds
-none of the model's threads, and the turns of different flows interleave.  A call without a provider id (or with one the
-conversation already holds) gets :func:`call_id`.
+and made within the model's concurrency.  A flow is a task of the process's event loop (:mod:`pytest_mcpeval.core`),
+started ahead by the prefetch (:meth:`~pytest_mcpeval.run.runtime.Runtime.prefetch`): a flow waiting for a turn, a
+tool or the judge holds nothing, and the turns of different flows interleave.  A call without a provider id (or
+with one the conversation already holds) gets :func:`call_id`.
 
 A call is answered by:
 
@@ -98,7 +98,7 @@ def call_id(turn: int, index: int) -> str:
     return f"call_{turn}_{index}"
 
 
-def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
+async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
     """Complete ``result`` (identity and catalog already set) with the flow's transcript, claims and score."""
     assert ref.model is not None
     case = ref.case
@@ -110,11 +110,11 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
         unknown = unknown_mock_tools(case, catalog)  # checked at collection for a tools_file, here for live servers
         if unknown:
             raise CaseError("; ".join(unknown))
-        replies, final, finished, unmatched = _converse(runtime, ref, catalog, repeat, trajectory)
+        replies, final, finished, unmatched = await _converse(runtime, ref, catalog, repeat, trajectory)
         result["turns"] = len(replies)
         result["unmatched"] = unmatched
         result["final_answer"] = _cap(final)  # kept when the judge fails: its error is about this answer
-        claims, judge_usage = _claims(runtime, ref, final, repeat)
+        claims, judge_usage = await _claims(runtime, ref, final, repeat)
     except (ModelCallError, JudgeError) as exc:  # their messages name the model (the report names the case)
         if isinstance(exc, Blocked):
             _ending(result, trajectory)
@@ -153,7 +153,7 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
 # -- the conversation -------------------------------------------------------------------------------
 
 
-def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, trajectory: list[TrajectoryTurn],
+async def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, trajectory: list[TrajectoryTurn],
               ) -> tuple[list[ModelReply], str | None, bool, list[CalledTool]]:
     """Run the loop, filling ``trajectory``: ``(replies, final answer, finished, unmatched calls)``.
 
@@ -166,7 +166,7 @@ def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, traj
     unmatched: list[CalledTool] = []
     used: set[str] = set()  # tool-call ids of the conversation
     for turn in range(max_turns):
-        reply = runtime.dispatcher.call(unit)  # waits without holding one of the model's threads
+        reply = await runtime.dispatcher.fetch(unit)  # other flows go on meanwhile, on the same loop
         replies.append(reply)
         if not reply.fills_arguments:
             raise CaseError(f"model {ref.model.name} ranks tools and cannot hold a conversation: a flow needs a "
@@ -184,7 +184,7 @@ def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, traj
             fresh = raw.id and raw.id not in used  # an answer must name one call: a repeated id is replaced too
             id_ = raw.id if fresh else call_id(turn, index)
             used.add(id_)
-            calls.append(_answered(runtime, ref, catalog, raw, id_, earlier, unmatched))
+            calls.append(await _answered(runtime, ref, catalog, raw, id_, earlier, unmatched))
         trajectory.append(_turn({"calls": calls, "content": reply.content}, reply))
         if turn + 1 == max_turns:
             break
@@ -227,10 +227,10 @@ def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[s
 # -- answers ----------------------------------------------------------------------------------------------
 
 
-def _answered(runtime: Engine, ref: CaseRef, catalog: Catalog, raw: RawCall, id_: str,
+async def _answered(runtime: Engine, ref: CaseRef, catalog: Catalog, raw: RawCall, id_: str,
               earlier: list[TrajectoryCall], unmatched: list[CalledTool]) -> TrajectoryCall:
     called = parse_call(raw.name, raw.arguments, catalog)
-    answer = _answer(runtime, ref, catalog, called, earlier)
+    answer = await _answer(runtime, ref, catalog, called, earlier)
     if answer is None:
         tool = called["tool"]
         answer = {"source": "unmatched", "is_error": True, "text": f"no mock matches tool {tool} with these arguments"}
@@ -242,7 +242,7 @@ def _answered(runtime: Engine, ref: CaseRef, catalog: Catalog, raw: RawCall, id_
     return call
 
 
-def _answer(runtime: Engine, ref: CaseRef, catalog: Catalog, called: CalledTool,
+async def _answer(runtime: Engine, ref: CaseRef, catalog: Catalog, called: CalledTool,
             earlier: list[TrajectoryCall]) -> ToolAnswerView | None:
     """The answer of a mock or of the live server; an error result the model sees for a call that cannot be
     made; ``None`` when no mock matches a call that could have been answered (a gap of the file)."""
@@ -261,7 +261,7 @@ def _answer(runtime: Engine, ref: CaseRef, catalog: Catalog, called: CalledTool,
     if tool not in catalog.by_name:
         return {"source": "invalid", "is_error": True, "text": f"unknown tool: {tool}"}
     if ref.case.execute == "live":
-        answer = runtime.pool.call_tool(catalog, tool, args, runtime.pool.timeout)
+        answer = await runtime.pool.call_tool(catalog, tool, args, runtime.pool.timeout)
         view: ToolAnswerView = {"source": "live", "is_error": answer.is_error, "text": answer.text}
         if answer.structured is not None:
             view["structured"] = answer.structured
@@ -281,7 +281,7 @@ def _mocked(result: MockResult) -> ToolAnswerView:
 # -- claims ---------------------------------------------------------------------------------------------
 
 
-def _claims(runtime: Engine, ref: CaseRef, final: str | None, repeat: int,
+async def _claims(runtime: Engine, ref: CaseRef, final: str | None, repeat: int,
             ) -> tuple[list[ClaimView], dict[str, CaseUsage]]:
     """The claims' views in the file's order (checks here, the rest by the judge) and the judge's usage."""
     claims = ref.case.claims
@@ -292,7 +292,7 @@ def _claims(runtime: Engine, ref: CaseRef, final: str | None, repeat: int,
     judge = runtime.judge
     if judge is None:
         raise CaseError("claims without `check` need a judge model (--mcp-judge-model or ini mcp_judge_model)")
-    verdicts, usage = judge_claims(runtime.dispatcher, judge, judged, final, runtime.label(ref), repeat)
+    verdicts, usage = await judge_claims(runtime.dispatcher, judge, judged, final, runtime.label(ref), repeat)
     found = iter(verdicts)
     filled = [view if view is not None else next(found) for view in views]
     return filled, {judge.name: cast(CaseUsage, usage)} if usage else {}  # no answer: nothing was asked

@@ -172,9 +172,9 @@ def _short(text: str, cap: int = 80) -> str:
     return text if len(text) <= cap else text[:cap - 1] + "\u2026"
 
 
-def _get(dispatcher: Dispatcher, unit: Unit, index: int, claim: Claim) -> ModelReply:
+async def _get(dispatcher: Dispatcher, unit: Unit, index: int, claim: Claim) -> ModelReply:
     try:
-        return dispatcher.get(unit)
+        return await dispatcher.fetch(unit)
     except ModelCallError as exc:
         raise ModelCallError(f"judging claim {index + 1} ({_short(claim.claim)!r}): {exc}") from None
 
@@ -197,11 +197,11 @@ def usage_of(replies: list[ModelReply]) -> dict[str, Any]:
     }
 
 
-def judge_claims(dispatcher: Dispatcher, judge: ModelSpec, claims: list[Claim], answer: str | None,
-                 label: str, repeat: int) -> tuple[list[ClaimView], dict[str, Any]]:
+async def judge_claims(dispatcher: Dispatcher, judge: ModelSpec, claims: list[Claim], answer: str | None,
+                       label: str, repeat: int) -> tuple[list[ClaimView], dict[str, Any]]:
     """Judge each claim on ``answer``: the views in claim order (method ``judge``) and the judge usage.
 
-    One request per claim, all submitted before the first is awaited; an unreadable verdict is asked
+    One request per claim, all started on the loop before the first is awaited; an unreadable verdict is asked
     once more, then :class:`JudgeError`.  No final answer (``None`` or blank): no request, every claim
     ``not_fulfilled`` with the justification "no final answer", and empty usage.  ``label`` names the
     case (``file::case[model]``) in cache entries and errors.
@@ -222,7 +222,7 @@ def judge_claims(dispatcher: Dispatcher, judge: ModelSpec, claims: list[Claim], 
     replies: list[ModelReply] = []
     outcomes: list[tuple[Verdict, str] | str] = []
     for index, (unit, claim) in enumerate(zip(units, claims, strict=True)):
-        reply = _get(dispatcher, unit, index, claim)
+        reply = await _get(dispatcher, unit, index, claim)
         replies.append(reply)
         try:
             outcomes.append(parse_verdict(reply.content))
@@ -234,7 +234,7 @@ def judge_claims(dispatcher: Dispatcher, judge: ModelSpec, claims: list[Claim], 
     for unit in again.values():
         dispatcher.submit(unit)
     for index, unit in again.items():
-        reply = _get(dispatcher, unit, index, claims[index])
+        reply = await _get(dispatcher, unit, index, claims[index])
         replies.append(reply)
         try:
             outcomes[index] = parse_verdict(reply.content)

@@ -110,7 +110,6 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
     from pytest_mcpeval.models.litellm_load import load_litellm
 
     litellm = load_litellm()
-    litellm.suppress_debug_info = True
     user = model.user_params
     label = f"model {model.name}" + (f" ({model.target})" if model.target != model.name else "")
     try:

@@ -4,19 +4,20 @@
 cases.  :meth:`Runtime.run` does what every way of running a case shares (the result's identity, the catalog,
 the missing-tool check) and hands the case to its strategy: :mod:`~pytest_mcpeval.run.single` (one model
 call) or, for a flow, :mod:`~pytest_mcpeval.run.flow` (a conversation with answered tool calls, claims judged
-by :attr:`Runtime.judge`).  :func:`open_runtime` builds the fixture's runtime from the run's settings.
+by :attr:`Runtime.judge`, a task of the process's event loop).  :func:`open_runtime` builds the fixture's runtime
+from the run's settings.
 """
 
 from __future__ import annotations
 
-import threading
+import concurrent.futures
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.catalog_report import catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
@@ -27,13 +28,10 @@ from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result, missing_tools
 from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
 from pytest_mcpeval.run.engine import Engine
-from pytest_mcpeval.run.planning import call_processes
-from pytest_mcpeval.run.pool import DaemonPool
 from pytest_mcpeval.run.prefetch import makes_calls_at_once
 from pytest_mcpeval.servers import ServerError
 
 if TYPE_CHECKING:
-    from pytest_mcpeval.models.config import ModelSpec
     from pytest_mcpeval.settings import Settings
 
 
@@ -42,15 +40,16 @@ class Runtime(Engine):
                  connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, settings: Settings | None = None) -> None:
         super().__init__(root_dir, log_dir, dispatcher, repeats, connect_timeout, settings)
         self._prefetched: set[str] = set()
-        self._flows: dict[tuple[int, int], Future[CaseResult]] = {}  # flows started ahead, by (id(ref), repeat)
-        self._flow_pools: dict[str, DaemonPool] = {}
-        self._in_flow = threading.local()
+        self._flows: dict[tuple[int, int], concurrent.futures.Future[CaseResult]] = {}  # by (id(ref), repeat)
 
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
 
     def prefetch(self, group: str, refs: list[CaseRef], override: Any) -> None:
-        """Submit the model calls of ``refs`` (every repeat) once per prefetch group (run.prefetch.prefetch_group)."""
+        """Start the model calls of ``refs`` (every repeat) on the loop, once per prefetch group
+        (run.prefetch.prefetch_group): a single call's request, or a whole flow answered by mocks.  Flows with
+        ``execute: live`` share the server's state: they run when their item does, one at a time (their first turn
+        is started ahead like a single call)."""
         if group in self._prefetched:
             return
         self._prefetched.add(group)
@@ -63,32 +62,39 @@ class Runtime(Engine):
                 continue
             for repeat in range(self.repeats):
                 if ref.case.is_flow and ref.case.execute != "live" and not ref.model.target.startswith(LOCAL_PREFIX):
-                    self._flows[(id(ref), repeat)] = self._flow_pool(ref.model).submit(
-                        self._run_flow, ref, override, repeat)
+                    self._flows[(id(ref), repeat)] = self._start_flow(ref, override, repeat)
                 else:
                     self.dispatcher.submit(self.unit(ref, catalog, repeat))
 
-    def _flow_pool(self, model: ModelSpec) -> DaemonPool:
-        """Flows answered by mocks run on threads of their own: a flow waiting for its next turn or the judge
-        holds a thread of this pool, never one of the model's (so the turns of different flows interleave).  Four
-        flows per model call in flight keep the model's calls going while others wait for the judge.  Flows with
-        ``execute: live`` share the server's state and run in their items, one at a time, as before (their first
-        turns are made ahead like single calls)."""
-        if model.name not in self._flow_pools:
-            calls = self.dispatcher.pool_size(model)
-            self._flow_pools[model.name] = DaemonPool(4 * calls, f"mcpeval-flows-{model.name}")
-        return self._flow_pools[model.name]
-
-    def _run_flow(self, ref: CaseRef, override: Any, repeat: int) -> CaseResult:
-        self._in_flow.active = True
-        return self.run(ref, override, repeat)
-
     def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> CaseResult:
         """The result of one repeat of a case; infrastructure problems are returned with ``error`` set."""
+        started = self._flows.pop((id(ref), repeat), None)
+        if started is None and ref.case.is_flow:
+            started = self._start_flow(ref, override, repeat)
+        if started is not None:
+            try:
+                return self.core.wait(started)
+            except concurrent.futures.CancelledError:
+                result = self._identity(ref, repeat)
+                return error_result(result, ref.expectations(), "not completed: the run was interrupted")
+        prepared = self._prepare(ref, override, repeat)
+        if not isinstance(prepared, tuple):
+            return prepared
+        result, catalog = prepared
+        return single.evaluate(self, ref, catalog, repeat, result)
+
+    def _start_flow(self, ref: CaseRef, override: Any, repeat: int) -> concurrent.futures.Future[CaseResult]:
+        """The flow as a task of the loop (its tools and checks prepared here, on the main thread)."""
+        prepared = self._prepare(ref, override, repeat)
+        if not isinstance(prepared, tuple):
+            done: concurrent.futures.Future[CaseResult] = concurrent.futures.Future()
+            done.set_result(prepared)
+            return done
+        result, catalog = prepared
+        return self.core.start(flow.evaluate, self, ref, catalog, repeat, result)
+
+    def _identity(self, ref: CaseRef, repeat: int) -> dict[str, Any]:
         assert ref.model is not None
-        ahead = None if getattr(self._in_flow, "active", False) else self._flows.pop((id(ref), repeat), None)
-        if ahead is not None:  # a flow started by prefetch, on a thread of its own
-            return ahead.result()
         result: dict[str, Any] = {  # completed by the strategy into a CaseResult
             "file": self.shown_path(ref.bench.path),
             "line": ref.line,
@@ -100,6 +106,12 @@ class Runtime(Engine):
         }
         if ref.case.draft:
             result["draft"] = True
+        return result
+
+    def _prepare(self, ref: CaseRef, override: Any, repeat: int) -> tuple[dict[str, Any], Catalog] | CaseResult:
+        """What every strategy shares: the result's identity, the catalog shown and the missing-tool check; an
+        error result when the case cannot be evaluated."""
+        result = self._identity(ref, repeat)
         expects = ref.expectations()
         try:
             exposure = self.exposure(ref, override)
@@ -121,14 +133,7 @@ class Runtime(Engine):
             line = ref.bench.line_of(("cases", index, "expect", problems[0][0], "tool")) or ref.line
             where = f"{result['file']}:{line}: case `{ref.case.id}`"
             return error_result(result, expects, f"{where}: " + "; ".join(m for _, m in problems))
-        if ref.case.is_flow:
-            return flow.evaluate(self, ref, catalog, repeat, result)
-        return single.evaluate(self, ref, catalog, repeat, result)
-
-    def close(self) -> None:
-        for pool in self._flow_pools.values():
-            pool.shutdown(cancel_futures=True)
-        super().close()
+        return result, catalog
 
 
 def open_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
@@ -149,8 +154,7 @@ def open_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         from pytest_mcpeval.run.budget import Budget
 
         budget = Budget(settings.max_cost, config.stash[BUDGET_DIR_KEY])
-    dispatcher = Dispatcher(dispatch, cache, call_processes(config), budget,
-                            stopping=config.stash[INTERRUPTS_KEY].stopping)
+    dispatcher = Dispatcher(dispatch, cache, budget=budget, stopping=config.stash[INTERRUPTS_KEY].stopping)
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     yield runtime

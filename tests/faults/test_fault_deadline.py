@@ -16,16 +16,11 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import NOTES_CASES, make_project, read_report, run
 
-from pytest_mcpeval.catalog import Catalog
-from pytest_mcpeval.models.config import ModelSpec
-from pytest_mcpeval.models.reply import ModelReply
 from pytest_mcpeval.testing import ScriptedModelServer
 
 TOOLS = [{"name": "get_me", "description": "Who am I", "inputSchema": {"type": "object", "properties": {}}}]
@@ -65,9 +60,9 @@ class HeldFor:
 
 # -- 1. a model reply that trickles in ------------------------------------------------------------------
 
-@pytest.mark.parametrize("processes", [[], ["--mcp-processes=2"]], ids=["in-process", "worker-processes"])
+@pytest.mark.parametrize("xdist_args", [[], ["-n", "1"]], ids=["in-process", "xdist"])
 def test_a_dripping_reply_is_a_timeout_error(pytester: pytest.Pytester, model_server: ScriptedModelServer,
-                                             processes: list[str]) -> None:
+                                             xdist_args: list[str]) -> None:
     """Headers at once, then the body a byte every 0.5 s: with ``--mcp-timeout=2 --mcp-retries=0`` the case is an
     error ``Timeout: no answer within 2 s (--mcp-timeout)`` within a few seconds (the call took 240 s and passed
     before), and the connection is closed, not left dripping."""
@@ -75,7 +70,7 @@ def test_a_dripping_reply_is_a_timeout_error(pytester: pytest.Pytester, model_se
     model_server.script("*", DRIP)
     held = HeldFor(model_server)
     result = run(pytester, "--mcp-models=fake", f"--mcp-timeout={TIMEOUT:g}", "--mcp-retries=0", "--mcp-record=off",
-                 "--mcp-report=report.json", *processes)
+                 "--mcp-report=report.json", *xdist_args)
     seconds = held.seconds()
     (case,) = read_report(pytester)["cases"]
     assert case["passed"] is None and case["error"] == (
@@ -252,56 +247,3 @@ def _alive(pid: int) -> bool:
 
 # -- 11. the environment, read by the threads that make the calls --------------------------------------------
 
-class _Caller:
-    """A worker process's caller, in this process: answers at once, keeps the environments it was sent."""
-
-    def __init__(self) -> None:
-        self.envs: list[dict[str, str]] = []
-
-    def complete(self, model: ModelSpec, messages: list[dict[str, Any]], digest: str, tools_json: str | None,
-                 retries: int, timeout: float, seed: int, env: dict[str, str] | None) -> ModelReply:
-        if env is not None:
-            self.envs.append(env)
-        return ModelReply(calls=[], content="ok")
-
-
-def test_no_call_is_lost_to_a_variable_pytest_deletes_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--mcp-processes: a call thread copies the environment for the worker while pytest's main thread sets and
-    deletes ``PYTEST_CURRENT_TEST`` for every item.  Copying it with ``dict(os.environ)`` (or comparing it with a
-    dict) raised ``KeyError`` when the name went between listing and reading, and lost the case (1-3 in 10,000).
-    Here a thread does that in a tight loop, with the interpreter switching threads every 10 us: 10,000 calls, no
-    error, and the per-item variable is never sent (else every call would send the whole environment again)."""
-    from pytest_mcpeval.models.processes import CallProcesses
-
-    caller = _Caller()
-    processes = CallProcesses(1)
-    worker: Future[tuple[Any, Any]] = Future()
-    worker.set_result((os.getpid(), caller))
-    processes._workers = [worker]  # started: the calls go to this caller
-    model = ModelSpec("fake", "openai/fake")
-    catalog = Catalog([])
-    stop = threading.Event()
-
-    def pytest_item_loop() -> None:
-        while not stop.is_set():
-            os.environ["PYTEST_CURRENT_TEST"] = "bench.mcpeval.yaml::q[fake] (call)"
-            del os.environ["PYTEST_CURRENT_TEST"]
-
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    loop = threading.Thread(target=pytest_item_loop, daemon=True)
-    loop.start()
-    errors: list[BaseException] = []
-    try:
-        for _ in range(10_000):
-            try:
-                processes.complete(model, [], catalog, retries=0, timeout=1.0, seed=0)
-            except Exception as exc:
-                errors.append(exc)
-    finally:
-        stop.set()
-        loop.join()
-        sys.setswitchinterval(interval)
-    assert errors == []
-    assert len(caller.envs) == 1 and "PYTEST_CURRENT_TEST" not in caller.envs[0]
-    assert caller.envs[0]["PATH"] == os.environ["PATH"]

@@ -1,8 +1,8 @@
 """Ctrl-C twice (issue 30, item 2): the first SIGINT stops the run as promised (interrupted, gate failed, no
 baseline); the second ends it at once and quietly.
 
-A terminal sends Ctrl-C to the whole foreground process group: pytest, its xdist workers and the worker
-processes of ``--mcp-processes`` all receive it.  So these runs get their signals as a terminal sends them
+A terminal sends Ctrl-C to the whole foreground process group: pytest and its xdist workers all receive it.
+So these runs get their signals as a terminal sends them
 (``killpg``), twice, with calls in flight; and once, at the pytest process alone, while the report is being
 written.  Before, the second SIGINT raised ``KeyboardInterrupt`` into whatever pytest was doing to end the
 first: two tracebacks, and an exit status that was Python's own.
@@ -36,7 +36,7 @@ def ctrl_c(run: Run) -> None:
     os.killpg(run.process.pid, signal.SIGINT)  # as a terminal does: to every process of the foreground group
 
 
-@pytest.mark.parametrize("how", [[], ["-n", "1"], ["--mcp-processes=2"]], ids=["plain", "xdist", "processes"])
+@pytest.mark.parametrize("how", [[], ["-n", "1"]], ids=["plain", "xdist"])
 def test_ctrl_c_twice_ends_the_run_at_once_with_one_line(project: pytest.Pytester,  # noqa: F811
                                                          model_server: ScriptedModelServer, how: list[str]) -> None:
     (project.path / "conftest.py").write_text(SLOW_TO_STOP)

@@ -407,22 +407,3 @@ def test_an_xfail_mark_does_not_turn_a_broken_server_into_a_skip(pytester: pytes
     assert case["error"].startswith("setup of the case failed (RuntimeError: the server is down)")
     assert [s["id"] for s in report["skipped"]] == ["later", "parked"]
     assert "GATE FAILED" in result.stdout.str() and result.ret != 0
-
-
-@pytest.mark.parametrize(("started", "found", "expected"), [
-    (False, False, True),   # litellm in sys.modules and the plugin never imported it: the user's code did
-    (True, False, False),   # the plugin's own import (running or done): not the user's
-    (True, True, True),     # it was there before the plugin's import: the user's
-])
-def test_whose_import_of_litellm_it_is(monkeypatch: pytest.MonkeyPatch, started: bool, found: bool,
-                                       expected: bool) -> None:
-    """litellm_set_up_here decides whether auto makes the calls in the pytest process: litellm in sys.modules
-    alone does not say who imported it (the plugin's own import puts it there at once, 2 s before it is done)."""
-    import litellm  # noqa: F401
-
-    from pytest_mcpeval.models import litellm_load
-    from pytest_mcpeval.models.processes import litellm_set_up_here
-
-    monkeypatch.setattr(litellm_load, "_load_started", started)
-    monkeypatch.setattr(litellm_load, "_found_imported", found)
-    assert litellm_set_up_here() is expected

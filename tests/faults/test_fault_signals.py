@@ -117,7 +117,7 @@ def assert_interrupted(project: pytest.Pytester, by: str) -> dict:
     return report
 
 
-@pytest.mark.parametrize("how", [[], ["-n", "1"], ["--mcp-processes=2"]], ids=["plain", "xdist", "processes"])
+@pytest.mark.parametrize("how", [[], ["-n", "1"]], ids=["plain", "xdist"])
 def test_sigterm_stops_the_run_as_ctrl_c_does(project: pytest.Pytester, model_server: ScriptedModelServer,
                                               how: list[str]) -> None:
     run = Run(project, *how)
@@ -141,12 +141,11 @@ def test_sigterm_stops_the_run_as_ctrl_c_does(project: pytest.Pytester, model_se
     assert len(model_server.requests) == at_exit
 
 
-@pytest.mark.parametrize("how", [["-n", "1"], ["--mcp-processes=2"]], ids=["xdist", "processes"])
-def test_a_killed_pytest_process_leaves_no_process_calling(project: pytest.Pytester, model_server: ScriptedModelServer,
-                                                           how: list[str]) -> None:
-    """SIGKILL: nothing of the pytest process runs; its xdist workers and call processes end on their own, at
+def test_a_killed_pytest_process_leaves_no_process_calling(project: pytest.Pytester,
+                                                           model_server: ScriptedModelServer) -> None:
+    """SIGKILL: nothing of the pytest process runs; its xdist workers end on their own, at
     once (before, xdist's workers went on calling for seconds: 4 to 16 more requests, by the concurrency)."""
-    run = Run(project, *how, "--mcp-concurrency=8")
+    run = Run(project, "-n", "1", "--mcp-concurrency=8")
     run.wait_for(model_server, FAST + 8)
     run.signal(signal.SIGKILL)
     at_kill = len(model_server.requests)

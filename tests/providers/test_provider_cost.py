@@ -238,14 +238,12 @@ def _entries(pytester: pytest.Pytester) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in Path(pytester.path, ".mcpeval", "cache").rglob("*.json")]
 
 
-@pytest.mark.parametrize("workers_args", [[], ["-n", "2"], ["--mcp-processes=1"]], ids=["no-xdist", "n2", "processes"])
+@pytest.mark.parametrize("workers_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_max_cost_stops_new_calls_at_the_cap(pytester: pytest.Pytester, workers_args: list[str]) -> None:
     """gpt-4.1-mini (priced in litellm's map) through the OpenAI fake: one call costs about $0.012 with the
     117 tools; a cap of $0.02 lets two calls through (three with -n 2: one per worker may be in flight when it
     is reached), the other cases are errors, the gate fails, the cache holds every answer paid for, and the
-    next run replays them for free and makes the next calls (checked in one process: the same code path).
-    With ``--mcp-processes`` the calls are made in a worker process, and counted by the pytest process that
-    asked for them."""
+    next run replays them for free and makes the next calls (checked in one process: the same code path)."""
     with OpenAIFake() as fake:
         project(pytester, fake, n=6, extra="mcp_concurrency = m = 1\n")
         fake.call("*", "get_me")

@@ -7,7 +7,7 @@ hosted model (so the whole hosted path runs: retries, deadlines, the cache, usag
   SHA-256;
 * :mod:`.server`: one llama.cpp server per machine and route (:mod:`.serve`: llama.cpp's own HTTP server, run
   in a process of its own through the portable ``xllamacpp`` wheel), on a free loopback port, shared by every
-  process of the run (xdist workers, ``--mcp-processes`` workers) and ended when the last of them is done;
+  process of the run (the pytest process, xdist workers) and ended when the last of them is done;
 * :mod:`.gguf` and :mod:`.sizing`: the context a slot needs, from the catalogs the cases use, bounded by the
   model's trained context and the machine's memory;
 * :mod:`.schema_patterns`: the tool schemas' ``pattern`` rewritten where llama.cpp's grammar cannot compile it

@@ -1,7 +1,7 @@
 """One call of a ``local/qwen2.5-coder-*`` model: what a serving layer in front of llama-server owns, then litellm.
 
-:func:`complete` is reached from :func:`pytest_mcpeval.models.litellm_client.complete` (a hook there), so it runs
-wherever litellm calls run (the pytest process, an xdist worker, a ``--mcp-processes`` worker).  It
+:func:`acomplete` is reached from :func:`pytest_mcpeval.models.litellm_client.acomplete` (a hook there), so it runs
+wherever litellm calls run (the event loop of the pytest process or of an xdist worker).  It
 
 1. gets the machine's server for the route (:mod:`.server`; started on the first call);
 2. sends a copy of the tools whose ``pattern`` llama.cpp cannot compile rewritten (:mod:`.schema_patterns`);
@@ -26,7 +26,7 @@ import contextlib
 import fcntl
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -146,25 +146,31 @@ def parse_text_calls(reply: ModelReply, tools: list[dict[str, Any]]) -> ModelRep
     return reply
 
 
-def complete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-             call: Callable[..., ModelReply], error: type[Exception], retries: int = DEFAULT_RETRIES,
-             timeout: float = DEFAULT_TIMEOUT, seed: int = 0, timeout_option: str = "--mcp-timeout") -> ModelReply:
-    """``call`` is litellm_client.complete and ``error`` its ModelCallError (given, not imported: the route imports
-    nothing that imports it)."""
+async def acomplete(model: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    call: Callable[..., Awaitable[ModelReply]], error: type[Exception], retries: int = DEFAULT_RETRIES,
+                    timeout: float = DEFAULT_TIMEOUT, seed: int = 0,
+                    timeout_option: str = "--mcp-timeout") -> ModelReply:
+    """``call`` is litellm_client.acomplete and ``error`` its ModelCallError (given, not imported: the route imports
+    nothing that imports it).  Starting the server and waiting for a slot block: they run on a worker thread, so
+    the event loop goes on with the run's other calls meanwhile."""
+    import anyio
+
     sent, changes = rewrite_tools(tools)
     try:
         route = route_of(model.target)
-        running = SERVERS.get(route, catalog_tokens(sent) if sent else 0, max_tokens(model))
+        running = await anyio.to_thread.run_sync(
+            SERVERS.get, route, catalog_tokens(sent) if sent else 0, max_tokens(model))
     except LlamaError as exc:
         raise error(f"model {model.name}: {exc}") from None
     if changes:
         with _rewritten_lock:
             _rewritten.setdefault(route.name, {}).update(changes)
     served = served_spec(model, running)
-    with slot(route, running.slots):
+    with contextlib.ExitStack() as held:
+        await anyio.to_thread.run_sync(held.enter_context, slot(route, running.slots))
         try:
-            reply = call(served, messages, sent, retries=retries, timeout=max(timeout, MIN_TIMEOUT), seed=seed,
-                         timeout_option=timeout_option)
+            reply = await call(served, messages, sent, retries=retries, timeout=max(timeout, MIN_TIMEOUT), seed=seed,
+                               timeout_option=timeout_option)
         except error as exc:
             raise error(f"{exc}; the local server's log: {running.log}") from None
     reply = parse_text_calls(reply, tools)

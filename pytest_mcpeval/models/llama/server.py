@@ -1,6 +1,6 @@
 """One llama.cpp server per machine and route, shared by every process of a run, ended when the last is done.
 
-The first process that needs the route (a pytest process, an xdist worker, a ``--mcp-processes`` worker) starts the
+The first process that needs the route (a pytest process, an xdist worker) starts the
 server under a file lock in :func:`~pytest_mcpeval.models.llama.weights.cache_dir` ``/servers``; the others find it
 in the state file beside the lock and use it.  Each process using it holds a *lease* (a file named by its pid); a
 process gives its lease back at the end of its pytest session (:func:`release`, from ``pytest_unconfigure``) or at
@@ -133,8 +133,8 @@ def _is_server(pid: int) -> bool:
 
 
 def _environment() -> dict[str, str]:
-    """A copy of ``os.environ`` safe on any thread while pytest's main thread sets and deletes variables (as
-    :func:`pytest_mcpeval.models.processes.environment`; not imported: the processes import this route)."""
+    """A copy of ``os.environ`` safe on any thread while pytest's main thread sets and deletes variables (the
+    server starts on a worker thread of the event loop: :func:`pytest_mcpeval.models.llama.route.acomplete`)."""
     found: dict[str, str] = {}
     for name in list(os.environ):
         value = os.environ.get(name)
