@@ -24,9 +24,11 @@ from pytest_mcpeval.run.judge import (
     SYSTEM_PROMPT,
     JudgeError,
     as_judge,
-    judge_claims,
     judge_messages,
     parse_verdict,
+)
+from pytest_mcpeval.run.judge import (
+    judge_claims as judge_on_loop,
 )
 from pytest_mcpeval.scoring.claims import VERDICT_SCORES, check_claim, checked_claim, coverage
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -35,7 +37,17 @@ ANSWER = "Issue #42 (\"Login fails\") was opened by alice on 2024-03-01 and is s
 LABEL = "flows.mcpeval.yaml::triage[fake]"
 
 
+def judge_claims(dispatcher: Dispatcher, *args: Any) -> Any:
+    """The judge as a flow runs it: awaited on the dispatcher's event loop."""
+    return dispatcher.core.call(judge_on_loop, dispatcher, *args)
+
+
 # -- deterministic checks ---------------------------------------------------------------------------
+
+
+def judge_claims(dispatcher: Dispatcher, *args: Any) -> Any:
+    """The judge as a flow runs it: awaited on the dispatcher's event loop."""
+    return dispatcher.core.call(judge_on_loop, dispatcher, *args)
 
 def check(**kwargs: Any) -> ClaimCheck:
     return ClaimCheck.model_validate(kwargs)
