@@ -45,10 +45,6 @@ def judge_claims(dispatcher: Dispatcher, *args: Any) -> Any:
 # -- deterministic checks ---------------------------------------------------------------------------
 
 
-def judge_claims(dispatcher: Dispatcher, *args: Any) -> Any:
-    """The judge as a flow runs it: awaited on the dispatcher's event loop."""
-    return dispatcher.core.call(judge_on_loop, dispatcher, *args)
-
 def check(**kwargs: Any) -> ClaimCheck:
     return ClaimCheck.model_validate(kwargs)
 
