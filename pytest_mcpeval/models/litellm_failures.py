@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import logging
 import math
+import os
 import random
 import re
 import time
