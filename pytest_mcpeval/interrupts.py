@@ -1,15 +1,15 @@
 """SIGINT and SIGTERM during a session: the run stops as after Ctrl-C, and the report says so.
 
 Python's own SIGTERM handling ends the process where it stands: no report, no junit XML, a gate that was
-never evaluated, and the worker processes of the run left calling the model.  CI runners and ``timeout``
+never evaluated, and the xdist workers of the run left calling the model.  CI runners and ``timeout``
 send SIGTERM.  So for the session's duration (``pytest_sessionstart`` to ``pytest_unconfigure``), in the main
 thread, :class:`Interrupts` handles both signals the same way:
 
 - the signal is recorded first, so the end of the session knows the run was interrupted whatever pytest
   was doing when it arrived (a second Ctrl-C while pytest formats the first one used to reach
   ``pytest_sessionfinish`` with exit status 0: a report saying ``interrupted: false`` and a baseline);
-- :attr:`stopping` is set: no model call starts after it (the dispatcher's threads check it), the calls in
-  flight are abandoned when the process exits;
+- :attr:`stopping` is set: no model call starts after it (the dispatcher checks it on the event loop), the
+  calls in flight are cancelled when the loop closes;
 - the xdist workers of the run are sent the same signal (the controller stays alive to write the report;
   xdist would otherwise let them run for 5 s before it interrupts them);
 - then ``KeyboardInterrupt`` (:class:`Terminated` for SIGTERM) is raised in the main thread, and pytest ends
@@ -33,7 +33,7 @@ ends on its own, as every run does, never sees it fire.  A handler someone else 
 the session (a ``conftest.py``, another plugin, a program calling ``pytest.main``) is left in place, and the
 signal is theirs; only Python's defaults are replaced, and restored at the end.
 
-:func:`end_with_parent` makes a process (an xdist worker, a worker of ``--mcp-processes``) receive a signal when
+:func:`end_with_parent` makes a process (an xdist worker) receive a signal when
 its parent ends, even by SIGKILL: ``PR_SET_PDEATHSIG`` on Linux, a thread watching ``getppid()`` elsewhere.
 """
 
