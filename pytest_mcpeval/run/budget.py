@@ -1,8 +1,7 @@
 """``--mcp-max-cost=USD``: the run stops making model calls once what it spent reaches the cap.
 
 Where spend is known: a call's price (litellm's, :mod:`pytest_mcpeval.models.cost`) comes back to the process
-that asked for it, the pytest process of the item (an xdist worker, or the only process), also when the call
-itself ran in an ``--mcp-processes`` worker.  Every such process is one :class:`Budget` writer: it keeps its own
+that asked for it, the pytest process of the item (an xdist worker, or the only process).  Every such process is one :class:`Budget` writer: it keeps its own
 total in its own file of a directory shared by the run (made by the process that reports, handed to each
 xdist worker in its ``workerinput``), rewritten whole (written beside, then renamed) after each paid call.  Before
 a new call, the process reads every file of the directory and adds them up: no lock is needed (each file has
