@@ -92,7 +92,7 @@ def durations(path: str, shown: str) -> dict[str, float]:
     return out
 
 
-@dataclass
+@dataclass(eq=False)  # a plugin: hashable by identity
 class ShardPlugin:
     """Registered with ``--mcp-shard``, in every process: deselects the other shards' cases where the items are,
     and puts ``run.shard`` in the controller's report."""

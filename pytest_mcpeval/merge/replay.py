@@ -91,12 +91,13 @@ class MergePlugin:
             first = results[0]
             location = (first["file"], first.get("line", 1) - 1, nodeid.partition("::")[2])
             outcome, longrepr = _outcome(results, strict)
+            properties = _properties(results)  # on each report, as an item's (junit reads the teardown's)
             hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-            reports = [_report(nodeid, location, "passed", None, "setup")]
-            call = _report(nodeid, location, outcome, longrepr, "call", _properties(results),
+            call = _report(nodeid, location, outcome, longrepr, "call", properties,
                            sum(float(r.get("latency_s", 0.0)) for r in results))
             call.mcpeval = results  # type: ignore[attr-defined]
-            for report in (*reports, call, _report(nodeid, location, "passed", None, "teardown")):
+            for report in (_report(nodeid, location, "passed", None, "setup", properties), call,
+                           _report(nodeid, location, "passed", None, "teardown", properties)):
                 hook.pytest_runtest_logreport(report=report)
             hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
         for entry in skipped:
