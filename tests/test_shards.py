@@ -7,9 +7,7 @@ runs in this process, as ``python -m pytest_mcpeval merge`` does (its pytest ses
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +180,190 @@ def junit_cases(path: Path) -> list[tuple[str, str, str, list[tuple[str, str]]]]
         properties = [(p.get("name", ""), p.get("value", "")) for p in case.iter("property")]
         out.append((case.get("classname", ""), case.get("name", ""), ended, properties))
     return sorted(out)
+
+
+def test_the_page_is_the_single_runs_but_for_timings(project: pytest.Pytester,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    assert run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-html=single.html").ret == 0
+    for k in (1, 2):
+        assert run(project, "--mcp-models=fake", "--mcp-record=off", f"--mcp-shard={k}/2",
+                   f"--mcp-report=shard{k}.json").ret == 0
+    assert merge(capsys, "shard1.json", "shard2.json", "--mcp-html", "merged.html")[0] == 0
+
+    def page(name: str) -> str:
+        return re.sub(r"latency p50 [\d.]+ s, p95 [\d.]+ s", "latency", (project.path / name).read_text())
+
+    assert page("merged.html") == page("single.html")
+
+
+# -- what the merge refuses, and the missing shard ------------------------------------------------------
+
+CASES = "cases:\n" + "".join(f"  - id: q{i}\n    input: question {i}\n    expect: [{{tool: list_projects}}]\n"
+                             for i in range(6))
+
+
+@pytest.fixture
+def small(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> pytest.Pytester:
+    (pytester.path / "pytest.ini").write_text(ini(model_server))
+    (pytester.path / "cases.mcpeval.yaml").write_text(SERVER + CASES)
+    shutil.copy(TRACKER, pytester.path / "tracker_server.py")
+    model_server.call("*", "list_projects")
+    for k in (1, 2, 3):
+        result = run(pytester, "--mcp-models=fake", f"--mcp-shard={k}/3", f"--mcp-report=shard{k}.json")
+        assert result.ret == 0, result.stdout.str()
+    return pytester
+
+
+def edited(pytester: pytest.Pytester, name: str, change: Any) -> str:
+    data = json.loads((pytester.path / "shard2.json").read_text())
+    change(data)
+    (pytester.path / name).write_text(json.dumps(data))
+    return name
+
+
+def test_each_refusal_is_one_line_exit_4_and_writes_nothing(small: pytest.Pytester,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_mcpeval import __version__
+
+    assert run(small, "--mcp-models=fake", "--mcp-report=plain.json").ret == 0
+    (small.path / "cases.mcpeval.yaml").write_text(SERVER + CASES.replace("question 5", "question five"))
+    assert run(small, "--mcp-models=fake", "--mcp-shard=2/3", "--mcp-report=edited.json").ret == 0
+    (small.path / "cases.mcpeval.yaml").write_text(SERVER + CASES)
+    assert run(small, "--mcp-models=fake", "--mcp-repeat=2", "--mcp-shard=2/3", "--mcp-report=twice.json").ret == 0
+    (small.path / "not.json").write_text("{")
+    of_four = edited(small, "of4.json", lambda d: d["run"]["shard"].update(count=4))
+    older = edited(small, "older.json", lambda d: d.update(plugin_version="0.0.1"))
+    refusals = {
+        ("shard1.json", "plain.json"): "plain.json: not a shard's report (it has no run.shard): run each shard "
+                                       "with --mcp-shard=K/N --mcp-report=PATH",
+        ("shard1.json", of_four): "shard1.json is shard 1 of 3 and of4.json shard 2 of 4: the shards of one run "
+                                  "agree on N",
+        ("shard1.json", "shard2.json", "shard2.json"): "shard 2 of 3 given twice: shard2.json and shard2.json",
+        ("shard1.json", "edited.json"): "shard1.json and edited.json are shards of different selections: the "
+                                        "benchmark file cases.mcpeval.yaml differs (another content)",
+        ("shard1.json", "twice.json"): "shard1.json and twice.json are shards of different selections: the "
+                                       "option repeat: 1 against 2",
+        ("shard1.json", older): f"older.json: made by pytest-mcpeval 0.0.1, and this is {__version__}: merge with "
+                                "the version that ran the shards",
+        ("shard1.json", "not.json"): "not.json: not valid JSON: Expecting property name enclosed in double quotes "
+                                     "(line 1 column 2)",
+        ("shard1.json", "gone.json"): "gone.json: no such file",
+    }
+    for reports, message in refusals.items():
+        status, out, err = merge(capsys, *reports, "--mcp-report=merged.json", "--junitxml=merged.xml")
+        assert (status, out, err) == (4, "", f"python -m pytest_mcpeval merge: {message}\n"), reports
+        assert not (small.path / "merged.json").exists() and not (small.path / "merged.xml").exists()
+
+
+def test_a_missing_shard_fails_the_gate_and_writes_no_baseline(small: pytest.Pytester,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = merge(capsys, "shard3.json", "shard1.json", "--mcp-report=merged.json",
+                             "--mcp-save-baseline=base.json")
+    assert (status, err) == (1, "")
+    report = read_report(small, "merged.json")
+    stopped = "merged without shard 2 of 3 (2 case items of 6 not in this report)"
+    assert report["run"]["interrupted"] and report["run"]["stopped"] == stopped
+    assert report["run"]["merged"]["missing"] == [2] and report["run"]["merged"]["shards"] == [1, 3]
+    assert report["gate"]["failures"] == [f"the run did not finish: it was {stopped}; 4 of 4 cases ran"]
+    assert not (small.path / "base.json").exists()
+    assert f"baseline not written to {small.path / 'base.json'}: the run did not finish" in out
+    assert "GATE FAILED the run did not finish" in out
+
+
+def test_all_shards_merged_pass_and_save_the_baseline(small: pytest.Pytester,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = merge(capsys, "shard1.json", "shard2.json", "shard3.json", "--mcp-min-accuracy=0.9",
+                           "--mcp-save-baseline=base.json")
+    assert status == 0, out
+    assert "gate passed: accuracy >= 0.9" in out and (small.path / "base.json").is_file()
+    assert len(json.loads((small.path / "base.json").read_text())["cases"]) == 6
+
+
+def test_merge_usage_errors_are_one_line(small: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        merge(capsys, "shard1.json", "--mcp-min-accuracy=2")
+    assert exited.value.code == 4
+    assert capsys.readouterr().err == ("python -m pytest_mcpeval merge: argument --mcp-min-accuracy: '2' is not "
+                                       "between 0 and 1\n")
+    with pytest.raises(SystemExit):
+        merge(capsys, "shard1.json", "--mcp-models=fake")
+    assert capsys.readouterr().err == ("python -m pytest_mcpeval merge: unrecognized arguments: --mcp-models=fake; "
+                                       "did you mean --mcp-html?\n")
+
+
+# -- the shard's side --------------------------------------------------------------------------------------------
+
+def test_a_shard_reports_its_gate_and_does_not_apply_it(small: pytest.Pytester) -> None:
+    result = run(small, "--mcp-models=fake", "--mcp-shard=1/3", "--mcp-min-accuracy=1", "--mcp-record=off",
+                 "--mcp-report=r.json")
+    assert result.ret == 0  # every case passes: the gate passes too
+    (small.path / "cases.mcpeval.yaml").write_text(SERVER + CASES.replace("list_projects", "get_user"))
+    result = run(small, "--mcp-models=fake", "--mcp-shard=1/3", "--mcp-min-accuracy=1", "--mcp-record=off")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["--mcp-shard=1/3: this shard's gate is reported, not applied (exit status 0 for "
+                                 "it): `python -m pytest_mcpeval merge` gates the shards' report as one run "
+                                 "(--mcp-shard-gate applies it here)", "GATE FAILED *"])
+    result = run(small, "--mcp-models=fake", "--mcp-shard=1/3", "--mcp-min-accuracy=1", "--mcp-record=off",
+                 "--mcp-shard-gate")
+    assert result.ret == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--mcp-shard=4/3"], "argument --mcp-shard: '4/3': K must be between 1 and N (e.g. 2/4)"),
+    (["--mcp-shard=2"], "argument --mcp-shard: '2' is not K/N (e.g. 2/4: the second of four shards)"),
+    (["--mcp-shard-gate"], "--mcp-shard-gate needs --mcp-shard=K/N"),
+    (["--mcp-shard=1/2", "--mcp-save-baseline=b.json"],
+     "--mcp-save-baseline with --mcp-shard=1/2: a shard's baseline would hold only its share of the cases; save "
+     "it with `python -m pytest_mcpeval merge REPORT... --mcp-save-baseline=PATH`"),
+    (["--mcp-shard=1/2", "--mcp-shard-durations=nothing.json"], "--mcp-shard-durations=nothing.json: no such file"),
+])
+def test_shard_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    result = run(pytester, *args)
+    assert result.ret == 4
+    assert message in result.stderr.str()
+
+
+def test_more_shards_than_cases_is_no_error(small: pytest.Pytester) -> None:
+    result = run(small, "--mcp-models=fake", "--mcp-shard=9/9", "--mcp-report=empty.json")
+    assert result.ret == 0
+    assert read_report(small, "empty.json")["run"]["shard"]["items"] == 0
+
+
+# -- the partition -------------------------------------------------------------------------------------------
+
+def test_plan_is_balanced_and_whole() -> None:
+    keys = {f"f.mcpeval.yaml::c{i}": 1.0 for i in range(10)}
+    shards = plan(keys, 3)
+    assert sorted(list(shards.values()).count(k) for k in (1, 2, 3)) == [3, 3, 4]
+    assert plan(dict(reversed(list(keys.items()))), 3) == shards  # the order given does not matter
+    timed = plan({"a": 10.0, "b": 4.0, "c": 3.0, "d": 3.0}, 2)
+    assert timed == {"a": 1, "b": 2, "c": 2, "d": 2}  # the heavy case alone: 10 s against 10 s
+
+
+def collected(result: pytest.RunResult) -> list[str]:
+    return sorted(line for line in result.stdout.lines if "::" in line)
+
+
+def test_the_partition_is_the_same_under_every_hash_seed(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makefile(".mcpeval.yaml", a=SERVER + CASES, b=SERVER + CASES.replace("q", "r"))
+    shares = {}
+    for seed in ("0", "4242"):
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        shares[seed] = [collected(pytester.runpytest_subprocess("--collect-only", "-q", f"--mcp-shard={k}/3"))
+                        for k in (1, 2, 3)]
+    assert shares["0"] == shares["4242"]
+    every = [name for share in shares["0"] for name in share]
+    assert sorted(every) == sorted(set(every)) and len(every) == 12
+    assert sorted(map(len, shares["0"])) == [4, 4, 4]
+
+
+def test_durations_of_an_earlier_report_balance_the_shards(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".mcpeval.yaml", a=SERVER + CASES)
+    earlier = {"gate": {}, "cases": [{"file": "a.mcpeval.yaml", "id": f"q{i}", "latency_s": 10.0 if i == 3 else 1.0}
+                                     for i in range(6)]}
+    (pytester.path / "earlier.json").write_text(json.dumps(earlier))
+    first = collected(run(pytester, "--collect-only", "-q", "--mcp-shard=1/2", "--mcp-shard-durations=earlier.json"))
+    assert first == ["a.mcpeval.yaml::q3"]  # 10 s alone; the five others (5 s) in shard 2
