@@ -146,8 +146,8 @@ def test_merged_shards_equal_the_single_run(project: pytest.Pytester, model_serv
     assert (shard2["index"], shard2["count"]) == (2, 3)
     assert [s["run"]["shard"]["items"] for s in shards] == [10, 8, 8]  # 13 cases x 2 models, one skipped
     assert shard2["selection"]["items"] == 26
-    for shard in shards:  # every case in one shard, with its models and repeats
-        ids = [(c["file"], c["id"]) for c in shard["cases"]]
+    for report in shards:  # every case in one shard, with its models and repeats
+        ids = [(c["file"], c["id"]) for c in report["cases"]]
         assert all(ids.count(case) == 4 for case in ids)
     cases = [{(c["file"], c["id"]) for c in s["cases"]} for s in shards]
     assert not cases[0] & cases[1] and not cases[1] & cases[2] and not cases[0] & cases[2]
