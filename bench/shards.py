@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench as harness  # noqa: E402  (bench/bench.py: its project writer and model server)
+import bench as harness  # bench/bench.py: its project writer and model server
 
 
 def timed(args: list[str], root: Path) -> float:

@@ -72,13 +72,11 @@ def durations(path: str, shown: str) -> dict[str, float]:
     """Seconds per case key (its results' latency summed over models and repeats) from an earlier JSON report;
     a file that is not one is a usage error naming it."""
     from pytest_mcpeval.json_file import JsonFileError
-    from pytest_mcpeval.storage import read_json
+    from pytest_mcpeval.storage import read_json_file
 
     where = f"--mcp-shard-durations={shown}"
     try:
-        data = read_json(path, MAX_DURATIONS_BYTES)
-    except FileNotFoundError:
-        raise pytest.UsageError(f"{where}: no such file") from None
+        data = read_json_file(path, MAX_DURATIONS_BYTES)
     except JsonFileError as exc:
         raise pytest.UsageError(f"{where}: {exc}") from None
     cases = data.get("cases") if isinstance(data, dict) else None

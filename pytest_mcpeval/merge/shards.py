@@ -43,12 +43,10 @@ class Shard:
 
 def read_shard(path: str) -> Shard:
     from pytest_mcpeval.json_file import JsonFileError
-    from pytest_mcpeval.storage import read_json
+    from pytest_mcpeval.storage import read_json_file
 
     try:
-        data = read_json(path, MAX_REPORT_BYTES)
-    except FileNotFoundError:
-        raise MergeError(f"{path}: no such file") from None
+        data = read_json_file(path, MAX_REPORT_BYTES)
     except JsonFileError as exc:
         raise MergeError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list) or "gate" not in data:
