@@ -272,6 +272,16 @@ def test_a_missing_shard_fails_the_gate_and_writes_no_baseline(small: pytest.Pyt
     assert "GATE FAILED the run did not finish" in out
 
 
+def test_an_interrupted_shard_makes_the_merge_incomplete(small: pytest.Pytester,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    edited(small, "shard2.json", lambda d: d["run"].update(interrupted=True, stopped="interrupted by SIGTERM"))
+    status, _, _ = merge(capsys, "shard1.json", "shard2.json", "shard3.json", "--mcp-report=merged.json")
+    assert status == 1
+    run_info = read_report(small, "merged.json")["run"]
+    assert run_info["stopped"] == "merged with shard 2 of 3, which was interrupted by SIGTERM"
+    assert run_info["interrupted"] and run_info["merged"]["missing"] == []
+
+
 def test_all_shards_merged_pass_and_save_the_baseline(small: pytest.Pytester,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = merge(capsys, "shard1.json", "shard2.json", "shard3.json", "--mcp-min-accuracy=0.9",
@@ -358,6 +368,14 @@ def test_the_partition_is_the_same_under_every_hash_seed(pytester: pytest.Pytest
     every = [name for share in shares["0"] for name in share]
     assert sorted(every) == sorted(set(every)) and len(every) == 12
     assert sorted(map(len, shares["0"])) == [4, 4, 4]
+
+
+def test_the_shards_share_what_k_selected(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".mcpeval.yaml", a=SERVER + CASES)
+    shares = [run(pytester, "--collect-only", "-q", "-k", "not q0 and not q1", f"--mcp-shard={k}/2")
+              for k in (1, 2)]
+    assert [len(collected(share)) for share in shares] == [2, 2]
+    shares[0].stdout.fnmatch_lines(["*2/6 tests collected (4 deselected)*"])
 
 
 def test_durations_of_an_earlier_report_balance_the_shards(pytester: pytest.Pytester) -> None:
