@@ -235,6 +235,7 @@ def test_each_refusal_is_one_line_exit_4_and_writes_nothing(small: pytest.Pytest
     (small.path / "not.json").write_text("{")
     of_four = edited(small, "of4.json", lambda d: d["run"]["shard"].update(count=4))
     older = edited(small, "older.json", lambda d: d.update(plugin_version="0.0.1"))
+    damaged = edited(small, "damaged.json", lambda d: d["cases"][1].update(line="x"))
     refusals = {
         ("shard1.json", "plain.json"): "plain.json: not a shard's report (it has no run.shard): run each shard "
                                        "with --mcp-shard=K/N --mcp-report=PATH",
@@ -250,6 +251,8 @@ def test_each_refusal_is_one_line_exit_4_and_writes_nothing(small: pytest.Pytest
         ("shard1.json", "not.json"): "not.json: not valid JSON: Expecting property name enclosed in double quotes "
                                      "(line 1 column 2)",
         ("shard1.json", "gone.json"): "gone.json: no such file",
+        ("shard1.json", damaged): 'damaged.json: not a report of this version: cases[1].line: expected an integer, '
+                                  'found "x"',
     }
     for reports, message in refusals.items():
         status, out, err = merge(capsys, *reports, "--mcp-report=merged.json", "--junitxml=merged.xml")

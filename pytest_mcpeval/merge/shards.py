@@ -63,6 +63,11 @@ def read_shard(path: str) -> Shard:
     if (not isinstance(index, int) or not isinstance(count, int) or not 1 <= index <= count
             or not isinstance(selection, dict) or not isinstance(selection.get("digest"), str)):
         raise MergeError(f"{path}: run.shard is not a shard's {{index, count, selection}} (1 <= index <= count)")
+    from pytest_mcpeval.results.schema import report_problem
+
+    problem = report_problem(data)
+    if problem is not None:
+        raise MergeError(f"{path}: not a report of this version: {problem}")
     if data.get("plugin_version") != __version__:
         raise MergeError(f"{path}: made by pytest-mcpeval {data.get('plugin_version')}, and this is "
                          f"{__version__}: merge with the version that ran the shards")
