@@ -51,7 +51,7 @@ cases:
   - id: later
     input: not yet
     skip: not written yet
-    expect: [{tool: list_projects}]
+    expect: [{tool: list_projects, args: {bogus: 1}}]
 """
 
 WRONG = {"get_issue": "list_issues", "search_issues": "list_issues", "list_issues": "search_issues",
@@ -133,14 +133,15 @@ def test_merged_shards_equal_the_single_run(project: pytest.Pytester, model_serv
     assert base.ret == 0, base.stdout.str()
     script(model_server, other_misses=6)  # `other` gets worse: the comparison flips cases and finds a drop
     outputs = ("--mcp-compare=base.json", "--mcp-fail-on-drop=0.0", "--mcp-min-accuracy=0.5")
-    single = run(project, *RUN, *outputs, "--mcp-report=single.json", "--mcp-markdown=single.md",
+    single = run(project, *RUN, *outputs, "--mcp-lint", "--mcp-report=single.json", "--mcp-markdown=single.md",
                  "--mcp-html=single.html", "--junitxml=single.xml")
     assert single.ret == 1, single.stdout.str()
     shards = []
     for k in (1, 2, 3):
         xdist = ("-n", "2") if k == 2 else ()  # xdist inside a shard: the same share, the same report
-        shard = run(project, *RUN, *xdist, *outputs, f"--mcp-shard={k}/3", f"--mcp-report=shard{k}.json")
-        assert shard.ret == 0, shard.stdout.str()  # its gate failed, and is not applied to a shard
+        shard = run(project, *RUN, *xdist, *outputs, "--mcp-lint", f"--mcp-shard={k}/3",
+                    f"--mcp-report=shard{k}.json")
+        assert shard.ret == 1, shard.stdout.str()  # its lint item failed (its gate failed too: not applied)
         shards.append(read_report(project, f"shard{k}.json"))
     shard2 = shards[1]["run"]["shard"]
     assert (shard2["index"], shard2["count"]) == (2, 3)
@@ -161,6 +162,7 @@ def test_merged_shards_equal_the_single_run(project: pytest.Pytester, model_serv
     assert len(merged["comparison"]["flipped"]) == 3  # the comparison is there to compare
     assert merged["models"]["fake"]["claims"]["cases"] == 4 and merged["models"]["other"]["repeats"]["runs"] == 2
     assert merged["skipped"] == single_report["skipped"] != []
+    assert merged["lint"]["flows.mcpeval.yaml"]["problems"] and merged["lint"]["single.mcpeval.yaml"]["confusable"]
     assert_same_run(merged, single_report)
     assert merged["run"]["merged"] == {"count": 3, "shards": [1, 2, 3], "missing": [],
                                        "selection": shard2["selection"]}

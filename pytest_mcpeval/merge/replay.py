@@ -3,8 +3,9 @@
 The plugin's own controller (:class:`pytest_mcpeval.session.EvalSession`) gathers them as it gathers a run's,
 then builds the report, gates it and writes every output with the code a run uses: the merged report is a
 single run's.  Nothing is collected and no case runs: each case item of a shard becomes its setup, call and
-teardown reports (its results on the call's, as ``mcpeval``; its JUnit XML properties), so pytest's junit XML,
-the terminal's counts and the exit status follow as in a run.  What a run learns besides its cases comes from
+teardown reports (its results on the call's, as ``mcpeval``; its JUnit XML properties), and so does each
+``lint`` and ``tool-catalog`` item, from the findings in the report, so pytest's junit XML, the terminal's counts
+and the exit status follow as in a run.  What a run learns besides its cases comes from
 the shards: the catalogs, the lint and snapshot items' findings, the models as run, the files that could not be
 collected; the model order from the shards' selection.
 """
@@ -85,7 +86,7 @@ class MergePlugin:
         for case in sorted((c for s in self.shards for c in s.report["cases"]), key=_order):
             items.setdefault(f"{case['file']}::{case['id']}[{case['model']}]", []).append(case)
         skipped = [s for shard in self.shards for s in shard.report.get("skipped", [])]
-        session.testscollected = len(items) + len(skipped)
+        session.testscollected = len(items) + len(skipped) + len(self.checks())
         hook = session.config.hook
         for nodeid, results in items.items():
             first = results[0]
@@ -102,7 +103,32 @@ class MergePlugin:
             hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
         for entry in skipped:
             self.skip(hook, entry)
+        for nodeid, failure in self.checks():
+            location = (nodeid.partition("::")[0], 0, nodeid.partition("::")[2])
+            hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+            for when in ("setup", "call", "teardown"):
+                failed = when == "call" and failure is not None
+                hook.pytest_runtest_logreport(report=_report(nodeid, location, "failed" if failed else "passed",
+                                                             failure if failed else None, when))
+            hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
         return True
+
+    def checks(self) -> list[tuple[str, str | None]]:
+        """The ``lint`` and ``tool-catalog`` items (every shard ran them: the first shard's), each with what it
+        failed with (``None``: it passed), as in checks/items.py."""
+        from pytest_mcpeval.checks.items import lint_failure
+        from pytest_mcpeval.checks.lint import NOT_FAILING
+
+        report = self.shards[0].report
+        out: list[tuple[str, str | None]] = []
+        for file, section in report.get("lint", {}).items():
+            failing = [p["message"] for p in section["problems"] if p["kind"] not in NOT_FAILING]
+            out.append((f"{file}::lint", lint_failure(failing)))
+        for file, snapshot in report.get("snapshots", {}).items():
+            failed = snapshot["outcome"] in ("missing", "changed", "error")
+            text = "\n".join([snapshot["message"], *snapshot["diff"]])
+            out.append((f"{file}::tool-catalog", text if failed else None))
+        return sorted(out)
 
     @staticmethod
     def skip(hook: Any, entry: SkippedCase) -> None:
