@@ -315,8 +315,8 @@ def test_the_partition_is_the_same_under_every_hash_seed(pytester: pytest.Pytest
 
 def test_the_shards_share_what_k_selected(pytester: pytest.Pytester) -> None:
     pytester.makefile(".mcpeval.yaml", a=SERVER + CASES)
-    shares = [run(pytester, "--collect-only", "-q", "-k", "not q0 and not q1", f"--mcp-shard={k}/2")
-              for k in (1, 2)]
+    shares = [run(pytester, "--collect-only", "-q", "-k", "not q0 and not q1", f"--mcp-shard={k}/2", *xdist)
+              for k, xdist in ((1, ()), (2, ("-p", "no:xdist")))]  # its xdist hook is optional
     assert [len(collected(share)) for share in shares] == [2, 2]
     shares[0].stdout.fnmatch_lines(["*2/6 tests collected (4 deselected)*"])
 
