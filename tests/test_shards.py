@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,16 @@ def test_all_shards_merged_pass_and_save_the_baseline(small: pytest.Pytester,
     assert status == 0, out
     assert "gate passed: accuracy >= 0.9" in out and (small.path / "base.json").is_file()
     assert len(json.loads((small.path / "base.json").read_text())["cases"]) == 6
+
+
+def test_the_command_in_a_process_of_its_own(small: pytest.Pytester) -> None:
+    """As CI runs it: ``python -m pytest_mcpeval merge``, no warning of pytest's about the plugin imported first."""
+    result = small.run(sys.executable, "-m", "pytest_mcpeval", "merge", "shard1.json", "shard2.json", "shard3.json",
+                       "-q", "--mcp-report", "merged.json")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert "warning" not in result.stdout.str().lower() and result.stderr.str() == ""
+    result.stdout.fnmatch_lines(["fake: 6 scored, 0 errors | accuracy 100.0%*", "report written to *merged.json",
+                                 "6 passed in *"])
 
 
 def test_merge_usage_errors_are_one_line(small: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
