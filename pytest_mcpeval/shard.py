@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,6 +30,7 @@ from pytest_mcpeval.text import canonical_json
 
 if TYPE_CHECKING:
     from pytest_mcpeval.results import ShardInfo, ShardSelection
+    from pytest_mcpeval.run.case import CaseRef
     from pytest_mcpeval.session import EvalSession
 
 WORKEROUTPUT_KEY = "mcpeval_shard"  # what an xdist worker tells the controller of its shard
@@ -101,7 +103,6 @@ class ShardPlugin:
     seconds: dict[str, float] | None = None  # --mcp-shard-durations: per case key
     info: ShardInfo | None = None
     deselected: int = 0
-    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def register(cls, config: pytest.Config) -> None:
@@ -118,8 +119,6 @@ class ShardPlugin:
                                     "REPORT... --mcp-save-baseline=PATH`")
         seconds = None
         if opt.mcp_shard_durations:
-            from pathlib import Path
-
             shown = opt.mcp_shard_durations
             path = Path(config.invocation_params.dir) / shown
             seconds = durations(str(path), shown)
@@ -169,7 +168,7 @@ class ShardPlugin:
         per_item = sum(known.values()) / sum(counts[k] for k in known) if known else 1.0
         return {key: known.get(key, counts[key] * per_item) for key in counts}
 
-    def selection(self, selected: list[tuple[Any, Any]], root: Any) -> ShardSelection:
+    def selection(self, selected: Sequence[tuple[pytest.Item, CaseRef]], root: Path) -> ShardSelection:
         from pytest_mcpeval.redact import mask_params
         from pytest_mcpeval.run.case import relative_to_root
 
