@@ -4,6 +4,7 @@
     python -m pytest_mcpeval import atlas TASKS.csv --out DIR
     python -m pytest_mcpeval tune PATH... --model MODEL --candidates FILE   (docs/tuning.md)
     python -m pytest_mcpeval draft PATH... --model MODEL [--tools blind]      (docs/drafting.md)
+    python -m pytest_mcpeval merge REPORT... [gate and output options]       (docs/scale.md)
 
 Each importer lives in ``pytest_mcpeval.importers.<name>``, is listed in
 :data:`pytest_mcpeval.importers.IMPORTERS`, and provides ``add_arguments(parser)`` and
@@ -49,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     drafter = commands.add_parser("draft", help=draft.HELP, description=draft.HELP)
     draft.add_arguments(drafter)
     drafter.set_defaults(run=draft.run, parser=drafter)
+    from pytest_mcpeval.merge import command as merge
+
+    merger = commands.add_parser("merge", help=merge.HELP, description=merge.HELP)
+    merge.add_arguments(merger)
+    merger.set_defaults(run=merge.run, parser=merger)
     return parser
 
 
@@ -66,9 +72,11 @@ def _unrecognized(parser: argparse.ArgumentParser, extra: list[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # an argument a subcommand does not know is its error (its usage, its exit status), not the top-level parser's
-    args, extra = build_parser().parse_known_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args, extra = build_parser().parse_known_args(raw)
     if extra:
         args.parser.error(_unrecognized(args.parser, extra))
+    args.argv = raw[raw.index(args.command) + 1:]  # as given: the merge hands its options to pytest as they are
     try:
         return int(args.run(args))
     except UserError as error:

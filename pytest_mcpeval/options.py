@@ -63,6 +63,7 @@ def add_options(parser: pytest.Parser) -> None:
     _gate(group)
     _calls(group)
     _checks_and_outputs(group)
+    _shards(group)
     _ini_keys(parser)
 
 
@@ -231,6 +232,27 @@ def _checks_and_outputs(group: pytest.OptionGroup) -> None:
     )
     for output in OUTPUTS:  # the files written from the report, one option each (outputs.py)
         group.addoption(output.option, dest=output.dest, metavar="PATH", default=None, help=output.help)
+
+
+def _shards(group: pytest.OptionGroup) -> None:
+    """One run split over machines, merged by ``python -m pytest_mcpeval merge`` (docs/scale.md)."""
+    from pytest_mcpeval.shard import shard_spec
+
+    group.addoption(
+        "--mcp-shard", dest="mcp_shard", metavar="K/N", type=shard_spec, default=None,
+        help="run only shard K of N of the selected cases (by file and case id: every model and repeat of a case in "
+        "the same shard; the same split on every machine); the gate is reported, not applied: merge the shards' "
+        "--mcp-report files with `python -m pytest_mcpeval merge`",
+    )
+    group.addoption(
+        "--mcp-shard-durations", dest="mcp_shard_durations", metavar="REPORT", default=None,
+        help="with --mcp-shard: balance the shards by the cases' durations in an earlier JSON report (default: by "
+        "count); every shard must be given the same file",
+    )
+    group.addoption(
+        "--mcp-shard-gate", dest="mcp_shard_gate", action="store_true", default=False,
+        help="with --mcp-shard: apply the gate to this shard's cases alone (exit status 1 when it fails)",
+    )
 
 
 def _ini_keys(parser: pytest.Parser) -> None:

@@ -70,6 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_mcpeval.interrupts import Interrupts, end_with_parent
 
     config.stash[SETTINGS_KEY] = Settings.from_config(config)
+    opt = config.option
+    if opt.mcp_shard is not None or opt.mcp_shard_durations or opt.mcp_shard_gate:  # one run over machines
+        from pytest_mcpeval.shard import ShardPlugin
+
+        ShardPlugin.register(config)
     worker = hasattr(config, "workerinput")
     config.stash[INTERRUPTS_KEY] = Interrupts(worker=worker)
     if worker:  # an xdist worker ends with its controller, killed outright too: no call made for a dead run

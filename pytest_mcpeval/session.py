@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the data model costs nothing to import, but the report side
         LintResult,
         ModelRun,
         Report,
+        RunInfo,
         SkippedCase,
         SnapshotResult,
     )
@@ -67,6 +68,12 @@ class EvalSession:
         self.notes: list[str] = []  # said at the end of the summary
         self.write_errors: list[str] = []
         self.baseline_written = False  # --mcp-save-baseline was written (unless write_errors says it failed)
+        # set by --mcp-shard (shard.py) and by the merge of shards (merge/replay.py): what the report's run says
+        # of them, whether the gate sets the exit status, why the merged run is incomplete, the shards' models
+        self.run_info: RunInfo = {}
+        self.gate_applies = True
+        self.incomplete: str | None = None
+        self.models_run: dict[str, ModelRun] = {}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         from pytest_mcpeval.settings import FILE_SUFFIXES
@@ -175,7 +182,7 @@ class EvalSession:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         elif self.usage_errors:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK:
+        elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK and self.gate_applies:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def gated_report(self, results: list[CaseResult], settings: Settings, stopped: str | None) -> Report:
@@ -206,7 +213,7 @@ class EvalSession:
             "checks": gate_checks(settings, compared),
         }
         report["run"] = {"models": {name: self.model_run(name, settings) for name in sorted(models_run)},
-                         "interrupted": stopped is not None}
+                         "interrupted": stopped is not None, **self.run_info}
         if self.collect_errors:
             report["run"]["collect_errors"] = list(self.collect_errors)
         if settings.overlay is not None:
@@ -272,6 +279,8 @@ class EvalSession:
     def stopped(self, session: pytest.Session, exitstatus: int) -> str | None:
         """Why the run ended before every selected case ran, or ``None`` when every one of them ran (a run stopped
         by -x after its last case still measured them all)."""
+        if self.incomplete is not None:
+            return self.incomplete
         ended = self.reported | self.skipped | set(self.failures)
         if self.expected and all(nodeid in ended for nodeid in self.expected):
             return None
@@ -350,6 +359,8 @@ class EvalSession:
         """What the report says of one model: as configured, and what was actually sent."""
         from pytest_mcpeval.redact import mask_params
 
+        if name in self.models_run:  # a merge: as the shards ran it
+            return self.models_run[name]
         spec = settings.registry.resolve(name)  # secret-named parameters masked at any depth, whatever their length
         run: ModelRun = {"name": spec.name, "target": spec.target, "params": mask_params(spec.to_builtin()["params"])}
         if name in self.params_sent:

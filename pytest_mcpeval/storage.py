@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_mcpeval import bounds
-from pytest_mcpeval.json_file import parse, read_regular
+from pytest_mcpeval.json_file import JsonFileError, parse, read_regular
 
 
 def json_bytes(data: Any, indent: int = 2, sort_keys: bool = False) -> bytes:
@@ -70,6 +70,15 @@ def read_json(path: str | os.PathLike[str], limit: int) -> Any:
     """The JSON value of the regular file at ``path`` (at most ``limit`` bytes, bounded depth);
     :class:`~pytest_mcpeval.json_file.JsonFileError` when it is not one, :class:`FileNotFoundError` when none."""
     return parse(read_regular(path, limit))
+
+
+def read_json_file(path: str | os.PathLike[str], limit: int) -> Any:
+    """:func:`read_json`, where a missing file is a :class:`~pytest_mcpeval.json_file.JsonFileError` too (``no such
+    file``): every reason is one clause to follow the file's name."""
+    try:
+        return read_json(path, limit)
+    except FileNotFoundError:
+        raise JsonFileError("no such file") from None
 
 
 def unwritable_file(path: Path | None) -> str | None:

@@ -55,6 +55,7 @@ SLOW_FIRST = (
     "tests/test_flow_examples.py::test_the_example_flows_score_as_designed",
     "tests/test_servers.py::test_stdio_command",
     "tests/test_flow_engine.py::test_xdist_gives_the_same_report",
+    "tests/test_shards.py::test_merged_shards_equal_the_single_run",
     "tests/test_local_model.py::test_recall_gate_and_floor",
     "tests/test_wheel.py::",
     "tests/test_html_browser.py::",

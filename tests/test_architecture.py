@@ -189,7 +189,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("outputs", "settings", "keys"),
     ("run", "checks"),
-    ("options", "collect", "session", "summary", "plugin", "__main__", "importers", "tune", "draft", "cli", "testing"),
+    ("options", "collect", "session", "summary", "plugin", "__main__", "importers", "tune", "draft", "cli", "testing",
+     "shard", "merge"),
 )
 # type-only, under TYPE_CHECKING: the stash key's type; importing run.case when pytest starts would load pydantic
 LAYER_EXCEPTIONS = {("pytest_mcpeval.keys", "pytest_mcpeval.run.case")}

@@ -82,9 +82,17 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: ob
             warnings.warn_explicit(message, UncheckedSchemaWarning, shown, p.line or 0)
         except UncheckedSchemaWarning:  # made an error (-W error, filterwarnings = error): then it fails the item
             failing.append(p)
-    if failing:
-        raise CheckFailed(f"{len(failing)} problem{'s' if len(failing) > 1 else ''} in the expected calls:\n"
-                          + "\n".join(str(p) for p in failing))
+    failure = lint_failure([str(p) for p in failing])
+    if failure is not None:
+        raise CheckFailed(failure)
+
+
+def lint_failure(failing: list[str]) -> str | None:
+    """What a failed ``lint`` item says: its failing problems, one a line; ``None`` when it passes.  (Also what
+    the merge of shards replays: merge/replay.py.)"""
+    if not failing:
+        return None
+    return f"{len(failing)} problem{'s' if len(failing) > 1 else ''} in the expected calls:\n" + "\n".join(failing)
 
 
 def normalised_catalog(catalog: Catalog) -> list[dict[str, Any]]:

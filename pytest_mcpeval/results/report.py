@@ -47,12 +47,45 @@ class OverlayInfo(TypedDict):
     catalogs: dict[str, list[str]]  # digest of each catalog it changed (as overlaid) -> the tools it set there
 
 
+class ShardSelection(TypedDict):
+    """What the shards of one run share (``--mcp-shard``): the merge refuses shards whose selections differ."""
+
+    digest: str  # sha256 of the fields below, as canonical JSON
+    files: dict[str, str]  # benchmark file (relative to the rootdir) -> sha256 of its content
+    items: int  # case items selected (after -k/-m), across every shard
+    items_digest: str  # sha256 of their node ids, sorted
+    models: list[str]  # --mcp-models / ini mcp_models, in the order given (the report's order of models)
+    params: dict[str, JSON]  # model -> its target and parameters (secrets masked)
+    options: dict[str, JSON]  # the options that change verdicts, and how the cases were partitioned
+    plugin_version: str
+
+
+class ShardInfo(TypedDict):
+    """``--mcp-shard=K/N``: this run is shard ``index`` of ``count`` (docs/scale.md)."""
+
+    index: int
+    count: int
+    items: int  # this shard's case items
+    selection: ShardSelection
+
+
+class MergeInfo(TypedDict):
+    """A report merged from shards (``python -m pytest_mcpeval merge``): which were merged, which are missing."""
+
+    count: int
+    shards: list[int]
+    missing: list[int]  # not empty: the report is incomplete (run.interrupted) and the gate failed
+    selection: ShardSelection
+
+
 class RunInfo(TypedDict, total=False):
     models: dict[str, ModelRun]
     interrupted: bool  # the run ended before every selected case ran (Ctrl-C, -x, --maxfail): the gate failed
     stopped: str  # why, when interrupted
     collect_errors: list[str]  # benchmark files that could not be collected (their cases are not in the report)
     overlay: OverlayInfo  # only with --mcp-overlay
+    shard: ShardInfo  # only with --mcp-shard
+    merged: MergeInfo  # only in a report merged from shards
 
 
 class Gate(TypedDict):

@@ -23,3 +23,19 @@ def validate_report(data: Any) -> None:
     import jsonschema
 
     jsonschema.validate(data, report_schema())
+
+
+def report_problem(data: Any) -> str | None:
+    """The first way ``data`` (JSON read back) is not a report of this version, as ``PATH: expected X, found Y``;
+    ``None`` when it is one.  Checked strictly, as JSON (arrays where the TypedDicts say tuples)."""
+    import json
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from pytest_mcpeval.json_file import first_problem
+
+    try:
+        TypeAdapter(Report).validate_json(json.dumps(data), strict=True)
+    except ValidationError as exc:
+        return first_problem(exc, data)
+    return None

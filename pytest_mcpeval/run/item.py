@@ -83,19 +83,26 @@ def skipped_case(item: pytest.Item, longrepr: object) -> SkippedCase:
 
 
 def record_properties(item: pytest.Item, results: list[CaseResult]) -> None:
-    """The case's results as JUnit XML properties (what ``record_property`` records): ``model``, ``tool`` (the
-    expected tool, ``(none)`` for ``expect: []``), then per run ``outcome`` (``passed``, ``missed`` or
-    ``error``), ``called`` (the tool called first), ``diagnosis`` (a miss's) and, for a flow with claims,
-    ``coverage``; with ``--mcp-repeat`` each run's properties follow a ``repeat`` property.  Masked like
-    everything the plugin writes (a model or tool name could hold a secret), control characters escaped."""
+    """The case's results as JUnit XML properties (what ``record_property`` records): :func:`case_properties`.
+    Masked like everything the plugin writes (a model or tool name could hold a secret), control characters
+    escaped."""
     if not results:
         return
-    first = results[0]
-    tool = first.get("expected_label")
+    tool = results[0].get("expected_label")
     if tool is None:  # an error result: the case's first expected call
         expect = item.stash[CASE_KEY].case.expect
         tool = expect[0].tool if expect else "(none)"
-    properties: list[tuple[str, object]] = [("model", first["model"]), ("tool", tool)]
+    redactor = item.config.stash[SETTINGS_KEY].redactor
+    item.user_properties.extend((name, printable(redactor.text(str(value))))
+                                for name, value in case_properties(results, tool))
+
+
+def case_properties(results: list[CaseResult], tool: str) -> list[tuple[str, object]]:
+    """``model``, ``tool`` (the expected tool, ``(none)`` for ``expect: []``), then per run ``outcome``
+    (``passed``, ``missed`` or ``error``), ``called`` (the tool called first), ``diagnosis`` (a miss's) and, for a
+    flow with claims, ``coverage``; with ``--mcp-repeat`` each run's properties follow a ``repeat`` property.  Also
+    what the merge of shards replays (merge/replay.py)."""
+    properties: list[tuple[str, object]] = [("model", results[0]["model"]), ("tool", tool)]
     for result in results:
         if len(results) > 1:
             properties.append(("repeat", result.get("repeat", 0)))
@@ -108,5 +115,4 @@ def record_properties(item: pytest.Item, results: list[CaseResult]) -> None:
         coverage = result.get("coverage")
         if result.get("flow") and coverage is not None:
             properties.append(("coverage", f"{coverage:.4f}"))
-    redactor = item.config.stash[SETTINGS_KEY].redactor
-    item.user_properties.extend((name, printable(redactor.text(str(value)))) for name, value in properties)
+    return properties
