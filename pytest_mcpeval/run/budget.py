@@ -1,23 +1,23 @@
 """``--mcp-max-cost=USD``: the run stops making model calls once what it spent reaches the cap.
 
-Where spend is known: a call's price (litellm's, :mod:`pytest_mcpeval.models.cost`) comes back to the process
-that asked for it, the pytest process of the item (an xdist worker, or the only process).  Every such process is one :class:`Budget` writer: it keeps its own
-total in its own file of a directory shared by the run (made by the process that reports, handed to each
-xdist worker in its ``workerinput``), rewritten whole (written beside, then renamed) after each paid call.  Before
-a new call, the process reads every file of the directory and adds them up: no lock is needed (each file has
-one writer; a rename is atomic), and a cap is never shared out ahead of time, so one worker may spend what
-another did not need.  A per-worker share of the budget would stop a worker with the cheap cases early and
-let the costly ones' worker stop while money was left.
+Where spend is known: a call's price (litellm's, :mod:`pytest_mcpeval.models.cost`) comes back to the process that
+asked for it, the pytest process of the item (an xdist worker, or the only process).  Every such process is one
+:class:`Budget` writer: it keeps its own total in its own file of a directory shared by the run (made by the process
+that reports, handed to each xdist worker in its ``workerinput``), rewritten whole (written beside, then renamed)
+after each paid call.  Before a new call, the process reads every file of the directory and adds them up: no lock is
+needed (each file has one writer; a rename is atomic), and a cap is never shared out ahead of time, so one worker
+may spend what another did not need.  A per-worker share of the budget would stop a worker with the cheap cases
+early and let the costly ones' worker stop while money was left.
 
-What is exact, and what is not: the cap stops new calls, not calls already in flight.  A call starts when the
-run's spend is under the cap; up to ``--mcp-concurrency`` calls per model may be in flight when the cap is
-reached, and they are paid for (and kept in the cache).  So the run may spend the cap plus the price of those
-calls: a bound the user sets with ``--mcp-concurrency``.  Replays cost nothing and are never refused.
+What is exact, and what is not: the cap stops new calls, not calls already in flight.  A call starts when the run's
+spend is under the cap; up to ``--mcp-concurrency`` calls per model may be in flight when the cap is reached, and
+they are paid for (and kept in the cache).  So the run may spend the cap plus the price of those calls: a bound the
+user sets with ``--mcp-concurrency``.  Replays cost nothing and are never refused.
 
 Unpriced calls (a model litellm has no price for) cannot be counted: they are made, counted apart
-(:attr:`Budget.unpriced`) and a warning says the cap does not cover them.  The cases whose call was refused end
-as errors (``budget reached: $S of $CAP spent``), the gate fails, and the cache keeps every answer paid for, so
-the next run replays them for free and goes on from there.
+(:attr:`Budget.unpriced`) and a warning says the cap does not cover them.  The cases whose call was refused end as
+errors (``budget reached: $S of $CAP spent``), the gate fails, and the cache keeps every answer paid for, so the
+next run replays them for free and goes on from there.
 """
 
 from __future__ import annotations
