@@ -529,15 +529,16 @@ while True:
         deadline = float("inf")
 used = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(out, "w") as handle:
-    json.dump({"code": code, "wall_s": wall, "cpu_s": used.ru_utime + used.ru_stime, "late": late,
-               "killed": killed}, handle)
+    json.dump({"code": code, "wall_s": wall, "cpu_s": used.ru_utime + used.ru_stime, "sys_s": used.ru_stime,
+               "late": late, "killed": killed}, handle)
 """
 
 
 def measured(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
                                                                           dict[str, float]]:
     """``command`` run under :data:`REAPER`: its output, and its wall time, exit code and CPU with all its
-    descendants' (``wall_s``, ``code``, ``cpu_s``; ``late``/``killed``: descendants that outlived it)."""
+    descendants' (``wall_s``, ``code``, ``cpu_s``, of which in the kernel ``sys_s``; ``late``/``killed``:
+    descendants that outlived it)."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         out = Path(handle.name)
     try:
@@ -663,7 +664,8 @@ def core(sizes: Sizes, work: Path) -> Iterator[Row]:
             yield (ratio_row(name, ratio, target, detail, at_least=False) if target
                    else Row(name, f"{ratio:.2f} ({detail})"))
             name = f"core: {label} CPU per call / bare async loop's, {where}"
-            detail = f"{cpu_ms(run):.2f} ms / {cpu_ms(bare):.2f} ms; {run['cpu_s']:.2f} s of CPU in all"
+            detail = (f"{cpu_ms(run):.2f} ms / {cpu_ms(bare):.2f} ms; {run['cpu_s']:.2f} s of CPU in all, "
+                      f"{bare['cpu_s']:.2f} s; in the kernel {run['sys_s']:.2f} s, {bare['sys_s']:.2f} s")
             ratio = cpu_ms(run) / cpu_ms(bare)
             yield (Row(name, f"{ratio:.2f} ({detail})") if spread is run
                    else ratio_row(name, ratio, 1.1, detail, at_least=False))

@@ -11,7 +11,7 @@ async loop; each also once unprofiled, for its CPU (the whole process tree, as b
 it), and the profiled runs count the garbage collector's passes and time (``gc.callbacks``).  A function's own
 time (a builtin's is its Python caller's) is grouped by where it lives (litellm, the openai SDK, the HTTP stack,
 pydantic, pytest, the plugin's modules, threading, asyncio, the standard library's modules).  Each group's share
-of the samples times the process's unprofiled CPU gives ms per call (2N calls): what each group costs the
+of the samples times the process's unprofiled CPU in user space gives ms per call (2N calls): what each group costs the
 plugin, what the bare loop pays for the same, and the difference.  (cProfile was tried first: with a per-thread
 CPU timer it inflated the CPU 4-5x, the many small calls most; with its default wall-clock timer a thread's
 functions are charged for its waits for the GIL.)
@@ -222,12 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     def ms(seconds: float) -> str:
         return f"{seconds / calls * 1000:7.2f}"
 
-    # a sample stands for its share of the process's unprofiled CPU
-    ours_scale, theirs_scale = plain["cpu_s"] / ours.total, bare["cpu_s"] / theirs.total
+    # a sample stands for its share of the process's unprofiled CPU in user space (the Python code's; what it
+    # spent in the kernel, system calls and thread switches, is printed apart)
+    ours_scale = (plain["cpu_s"] - plain["sys_s"]) / ours.total
+    theirs_scale = (bare["cpu_s"] - bare["sys_s"]) / theirs.total
     print(f"{n} cases x 2 models = {calls} calls, {args.tools} tools, C={c}, L={args.latency:g} s; plugin: "
           f"pytest {' '.join(flags)}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"CPU a call, whole process tree, unprofiled: plugin {ms(plain['cpu_s']).strip()} ms (wall "
-          f"{plain['wall_s']:.1f} s), bare async loop {ms(bare['cpu_s']).strip()} ms (wall {bare['wall_s']:.1f} s); "
+    print(f"CPU a call, whole process tree, unprofiled: plugin {ms(plain['cpu_s']).strip()} ms (in the kernel "
+          f"{ms(plain['sys_s']).strip()}; wall {plain['wall_s']:.1f} s), bare async loop "
+          f"{ms(bare['cpu_s']).strip()} ms (in the kernel {ms(bare['sys_s']).strip()}; wall {bare['wall_s']:.1f} s); "
           f"py-spy's samples with the GIL held: plugin {ours.total:.0f} ({ms(ours.total / args.rate).strip()} ms a "
           f"call at {args.rate}/s), bare {theirs.total:.0f} ({ms(theirs.total / args.rate).strip()} ms)")
     print(f"under imports: plugin {ms(ours.imports() * ours_scale).strip()} ms, bare "
@@ -242,10 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     bare_own = {k: v * theirs_scale for k, v in theirs.groups().items()}
     print(f"\nown time by group, ms a call\n{'group':<40} {'plugin':>7} {'bare':>7} {'extra':>7}")
     for name in sorted(set(mine) | set(bare_own), key=lambda g: -(mine.get(g, 0.0) - bare_own.get(g, 0.0))):
-        if max(mine.get(name, 0.0), bare_own.get(name, 0.0)) < 0.003 * plain["cpu_s"]:
-            continue  # under 0.3% of the plugin's CPU
+        if max(mine.get(name, 0.0), bare_own.get(name, 0.0)) < 0.002 * plain["cpu_s"]:
+            continue  # under 0.2% of the plugin's CPU
         print(f"{name:<40} {ms(mine.get(name, 0.0))} {ms(bare_own.get(name, 0.0))} "
               f"{ms(mine.get(name, 0.0) - bare_own.get(name, 0.0))}")
+    print(f"{'kernel (system calls, thread switches)':<40} {ms(plain['sys_s'])} {ms(bare['sys_s'])} "
+          f"{ms(plain['sys_s'] - bare['sys_s'])}")
+    mine["kernel"], bare_own["kernel"] = plain["sys_s"], bare["sys_s"]
     print(f"{'plugin, all its modules':<40} {ms(sum(v for k, v in mine.items() if k.startswith('plugin: ')))}")
     print(f"{'all':<40} {ms(sum(mine.values()))} {ms(sum(bare_own.values()))} "
           f"{ms(sum(mine.values()) - sum(bare_own.values()))}")

@@ -51,7 +51,8 @@ def test_the_core_section_measures_the_plugin_against_a_bare_async_loop() -> Non
     assert re.search(r"-\s+-\s+wall [\d.]+ s \(import [\d.]+ s, its end to the last answer [\d.]+ s\); "
                      r"CPU [\d.]+ ms a call \([\d.]+ s / 24; the calls [\d.]+ ms, its import [\d.]+ s\)$", reference)
     cpu = rows["core: plugin CPU per call / bare async loop's, L=0.05 s, --mcp-processes=0"]
-    assert re.search(r"<= 1\.1\s+(yes|NO)\s+[\d.]+ \([\d.]+ ms / [\d.]+ ms; [\d.]+ s of CPU in all\)$", cpu)
+    assert re.search(r"<= 1\.1\s+(yes|NO)\s+[\d.]+ \([\d.]+ ms / [\d.]+ ms; [\d.]+ s of CPU in all, [\d.]+ s; "
+                     r"in the kernel [\d.]+ s, [\d.]+ s\)$", cpu)
 
 
 def test_bad_arguments_are_one_clear_line() -> None:
