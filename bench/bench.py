@@ -607,11 +607,11 @@ def bare_async_loop(root: Path, api_base: str, cases: int, concurrency: int) -> 
     return {**json.loads(done.stdout.strip().splitlines()[-1]), **figures}
 
 
-def pytest_measured(root: Path, *args: str) -> dict[str, float]:
+def pytest_measured(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, float]:
     """pytest with ``args`` under :func:`measured`: ``wall_s``, ``cpu_s`` (pytest and every process it started)
     and ``session_s``, the seconds pytest reports."""
     command = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args]
-    done, figures = measured(command, root, ENV)
+    done, figures = measured(command, root, env or ENV)
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     match = re.search(r" in ([\d.]+)s", last)
     if figures["code"] not in (0, 5) or match is None:

@@ -33,12 +33,13 @@ from typing import Any
 
 import bench
 
-# imported by the profiled process (``-p mcpeval_gc``, or the bare loop's runner below): the garbage collector's
-# passes by generation and their time, written out at exit (atexit, registered first: it runs last)
+# imported by each run (``-p mcpeval_gc``, or the bare loop's runner below): the garbage collector's passes by
+# generation and their time, and the main thread's CPU, written out at exit (atexit, registered first: runs last)
 GC_METER = """
 import atexit, gc, json, os, time
 
 _gc = {"s": 0.0, "n": [0, 0, 0], "at": 0.0}
+_main_started = time.thread_time()  # imported on the main thread
 
 
 def _collected(phase, info):
@@ -51,7 +52,7 @@ def _collected(phase, info):
 
 def _dump():
     with open(os.environ["MCPEVAL_GC_OUT"], "w") as handle:
-        json.dump({"gc_s": _gc["s"], "gc_n": _gc["n"]}, handle)
+        json.dump({"gc_s": _gc["s"], "gc_n": _gc["n"], "main_s": time.thread_time() - _main_started}, handle)
 
 
 atexit.register(_dump)
@@ -202,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         env = {**bench.ENV, "PYTHONPATH": f"{root}:{bench.ENV['PYTHONPATH']}"}
         with bench.model_server(script, args.latency) as api_base:
             bench.write_ini(root, api_base)
-            plain = bench.pytest_measured(root, *flags)
+            metered = {**bench.ENV, "PYTHONPATH": env["PYTHONPATH"], "MCPEVAL_GC_OUT": str(root / "plain.gc")}
+            plain = bench.pytest_measured(root, *flags, "-p", "mcpeval_gc", env=metered)
+            plain_main = json.loads((root / "plain.gc").read_text())["main_s"]
             bare = bench.bare_async_loop(root, api_base, n, c)
             runs = (("plugin", [*pytest, "-p", "mcpeval_gc", *flags], env),
                     ("bare", [bench.PY, "-c", RUN_METERED, str(root / "bare_async.py")], {**env, **bench.OFFLINE}))
@@ -237,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{ms(theirs.imports() * theirs_scale).strip()} ms a call; the garbage collector (profiled runs): plugin "
           f"{ms(ours.gc_s).strip()} ms ({ours.gc_n} passes by generation), bare {ms(theirs.gc_s).strip()} ms "
           f"({theirs.gc_n})")
+    print(f"the plugin's main thread (pytest's loop), unprofiled: {ms(plain_main).strip()} ms a call")
     for name, profile, scale in (("plugin", ours, ours_scale), ("bare", theirs, theirs_scale)):
         print(f"{name}: threads, ms a call: " + ", ".join(
             f"{thread} {ms(count * scale).strip()}"
