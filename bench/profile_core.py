@@ -122,6 +122,12 @@ class Profile:
         metered = json.loads(gc_meter.read_text())
         return cls(stacks, metered["gc_s"], metered["gc_n"])
 
+    def scaled(self, scale: float, main: float | None = None) -> Profile:
+        """The samples made CPU seconds: each worth ``scale``, or the main thread's ``main``."""
+        stacks = [(stack, count * (main if main is not None and stack[0][2] == "MainThread" else scale))
+                  for stack, count in self.stacks]
+        return Profile(stacks, self.gc_s, self.gc_n)
+
     def threads(self) -> dict[str, float]:
         out: dict[str, float] = defaultdict(float)
         for stack, count in self.stacks:
@@ -225,28 +231,33 @@ def main(argv: list[str] | None = None) -> int:
     def ms(seconds: float) -> str:
         return f"{seconds / calls * 1000:7.2f}"
 
-    # a sample stands for its share of the process's unprofiled CPU in user space (the Python code's; what it
-    # spent in the kernel, system calls and thread switches, is printed apart)
-    ours_scale = (plain["cpu_s"] - plain["sys_s"]) / ours.total
-    theirs_scale = (bare["cpu_s"] - bare["sys_s"]) / theirs.total
+    # a sample stands for its share of the process's unprofiled CPU in user space (the Python code's; what it spent
+    # in the kernel, system calls and thread switches, is printed apart); the plugin's main thread for its share of
+    # that thread's own unprofiled CPU, the other threads for theirs of the rest: the GIL's holder is sampled even
+    # while the machine's other work preempts it, which weighed the main thread twice its CPU in a loaded run
+    samples, main_samples = ours.total, ours.threads().get("MainThread", 0.0)
+    user, bare_user = plain["cpu_s"] - plain["sys_s"], bare["cpu_s"] - bare["sys_s"]
+    ours = ours.scaled((user - plain_main) / (samples - main_samples), plain_main / main_samples)
+    theirs_samples = theirs.total
+    theirs = theirs.scaled(bare_user / theirs_samples)
     print(f"{n} cases x 2 models = {calls} calls, {args.tools} tools, C={c}, L={args.latency:g} s; plugin: "
           f"pytest {' '.join(flags)}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"CPU a call, whole process tree, unprofiled: plugin {ms(plain['cpu_s']).strip()} ms (in the kernel "
           f"{ms(plain['sys_s']).strip()}; wall {plain['wall_s']:.1f} s), bare async loop "
           f"{ms(bare['cpu_s']).strip()} ms (in the kernel {ms(bare['sys_s']).strip()}; wall {bare['wall_s']:.1f} s); "
-          f"py-spy's samples with the GIL held: plugin {ours.total:.0f} ({ms(ours.total / args.rate).strip()} ms a "
-          f"call at {args.rate}/s), bare {theirs.total:.0f} ({ms(theirs.total / args.rate).strip()} ms)")
-    print(f"under imports: plugin {ms(ours.imports() * ours_scale).strip()} ms, bare "
-          f"{ms(theirs.imports() * theirs_scale).strip()} ms a call; the garbage collector (profiled runs): plugin "
+          f"py-spy's samples with the GIL held: plugin {samples:.0f} ({ms(samples / args.rate).strip()} ms a "
+          f"call at {args.rate}/s), bare {theirs_samples:.0f} ({ms(theirs_samples / args.rate).strip()} ms)")
+    print(f"under imports: plugin {ms(ours.imports()).strip()} ms, bare {ms(theirs.imports()).strip()} ms a call; "
+          f"the garbage collector (profiled runs): plugin "
           f"{ms(ours.gc_s).strip()} ms ({ours.gc_n} passes by generation), bare {ms(theirs.gc_s).strip()} ms "
           f"({theirs.gc_n})")
-    print(f"the plugin's main thread (pytest's loop), unprofiled: {ms(plain_main).strip()} ms a call")
-    for name, profile, scale in (("plugin", ours, ours_scale), ("bare", theirs, theirs_scale)):
+    print(f"the plugin's main thread (pytest's loop), unprofiled: {ms(plain_main).strip()} ms a call; py-spy gave "
+          f"it {main_samples / samples:.0%} of the samples")
+    for name, profile in (("plugin", ours), ("bare", theirs)):
         print(f"{name}: threads, ms a call: " + ", ".join(
-            f"{thread} {ms(count * scale).strip()}"
+            f"{thread} {ms(count).strip()}"
             for thread, count in sorted(profile.threads().items(), key=lambda kv: -kv[1])))
-    mine = {k: v * ours_scale for k, v in ours.groups().items()}
-    bare_own = {k: v * theirs_scale for k, v in theirs.groups().items()}
+    mine, bare_own = ours.groups(), theirs.groups()
     print(f"\nown time by group, ms a call\n{'group':<40} {'plugin':>7} {'bare':>7} {'extra':>7}")
     for name in sorted(set(mine) | set(bare_own), key=lambda g: -(mine.get(g, 0.0) - bare_own.get(g, 0.0))):
         if max(mine.get(name, 0.0), bare_own.get(name, 0.0)) < 0.002 * plain["cpu_s"]:
@@ -260,24 +271,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'all':<40} {ms(sum(mine.values()))} {ms(sum(bare_own.values()))} "
           f"{ms(sum(mine.values()) - sum(bare_own.values()))}")
     ours_cumulative, theirs_cumulative = ours.cumulative(), theirs.cumulative()
-    for title, found, scale, keep in (
-            ("plugin: functions by own time", ours.own(), ours_scale, lambda w: True),
-            ("plugin: the plugin's functions by cumulative time", ours_cumulative, ours_scale,
+    for title, found, keep in (
+            ("plugin: functions by own time", ours.own(), lambda w: True),
+            ("plugin: the plugin's functions by cumulative time", ours_cumulative,
              lambda w: "/pytest_mcpeval/" in w[0]),
-            ("plugin: pytest's functions by cumulative time", ours_cumulative, ours_scale,
+            ("plugin: pytest's functions by cumulative time", ours_cumulative,
              lambda w: "/_pytest/" in w[0] or "/pluggy/" in w[0]),
-            ("plugin: litellm's functions by cumulative time", ours_cumulative, ours_scale,
+            ("plugin: litellm's functions by cumulative time", ours_cumulative,
              lambda w: "/litellm/" in w[0]),
-            ("plugin: threading and the HTTP stack by cumulative time", ours_cumulative, ours_scale,
+            ("plugin: threading and the HTTP stack by cumulative time", ours_cumulative,
              lambda w: group(w) in ("threading", "HTTP stack")),
-            ("bare loop: functions by own time", theirs.own(), theirs_scale, lambda w: True),
-            ("bare loop: litellm's functions by cumulative time", theirs_cumulative, theirs_scale,
+            ("bare loop: functions by own time", theirs.own(), lambda w: True),
+            ("bare loop: litellm's functions by cumulative time", theirs_cumulative,
              lambda w: "/litellm/" in w[0]),
-            ("bare loop: asyncio and the HTTP stack by cumulative time", theirs_cumulative, theirs_scale,
+            ("bare loop: asyncio and the HTTP stack by cumulative time", theirs_cumulative,
              lambda w: group(w) in ("asyncio", "HTTP stack"))):
         print(f"\n{title}, ms a call")
         for count, where in top(found, keep, args.top):
-            print(f"{ms(count * scale)}  {where}")
+            print(f"{ms(count)}  {where}")
     return 0
 
 
