@@ -26,6 +26,8 @@ report      building the report and the gate of 100,000 case results (target 1 s
 startup     pytest --collect-only without benchmark files: plugin loaded vs -p no:mcpeval (target +0.3 s)
 naive       a sequential loop (one litellm.completion after another, as a user writes it by hand), measured on a
             sample and multiplied out, vs the plugin's wall time at L = 1 s (a figure, no target)
+
+Where the plugin's CPU per call goes beyond the bare async loop's: bench/profile_core.py (py-spy, by library).
 """
 
 from __future__ import annotations
