@@ -14,6 +14,10 @@ efficiency  (N x L / C) / the evaluation time pytest reports: N cases x 2 models
 cpu         L = 0.2 s, where litellm's CPU binds: a bare litellm thread-pool loop making the same calls in one
             process, wall time / the plugin's wall time, with the calls in the pytest process (target 0.85) and
             in a process per core (target 1.5)
+core        issue 33's floor: a bare litellm async loop (one process, asyncio + litellm.acompletion, a semaphore of C
+            per model, the same calls) against the plugin, calls in the pytest process, at L = 1 s and 0.2 s: wall
+            (target 1.05 at 1 s), CPU per call of each whole process tree (target 1.1), and with -n 2 at 0.2 s
+            (wall, target 1.0)
 replay      a cached replay (--mcp-record=none) of N cases with a 117-tool catalog / plain pytest with N trivial
             tests (target 1.5), and that the replay imported no model library
 flows       flows of 4 model turns at L = 1 s (and a judged claim each), C in flight (target 0.85)
@@ -22,6 +26,8 @@ report      building the report and the gate of 100,000 case results (target 1 s
 startup     pytest --collect-only without benchmark files: plugin loaded vs -p no:mcpeval (target +0.3 s)
 naive       a sequential loop (one litellm.completion after another, as a user writes it by hand), measured on a
             sample and multiplied out, vs the plugin's wall time at L = 1 s (a figure, no target)
+
+Where the plugin's CPU per call goes beyond the bare async loop's: bench/profile_core.py (py-spy, by library).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -48,7 +55,10 @@ OFFLINE = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true
 # as on a user's machine: modules compiled once (a shell with PYTHONDONTWRITEBYTECODE set compiles the plugin's
 # modules, an editable install, in every run: 0.2-0.3 s that no user pays)
 ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-SECTIONS = ("efficiency", "cpu", "replay", "flows", "collect", "report", "startup", "naive")
+# the plugin of this checkout, whichever checkout the editable install points at (a worktree's bench measured the
+# main checkout's code)
+ENV["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+SECTIONS = ("efficiency", "cpu", "core", "replay", "flows", "collect", "report", "startup", "naive")
 
 
 @dataclass(frozen=True)
@@ -69,14 +79,19 @@ class Sizes:
     naive_sample: int
     repeats: int  # best of (replay, startup)
     xdist: bool
+    core_latencies: tuple[float, ...]
+    core_xdist_latency: float  # the core latency with a -n 2 run too (when xdist)
+    core_processes: str  # --mcp-processes=VALUE for the core runs, where the option exists; "" passes none
 
 
 FULL = Sizes(cases=1000, files=1, tools=40, concurrency=32, latencies=(1.0, 2.0), cpu_latency=0.2,
              flow_latency=1.0, naive_latency=1.0, replay_cases=1000, flows=500, collect_cases=10_000,
-             collect_files=20, report_results=100_000, naive_sample=10, repeats=3, xdist=True)
+             collect_files=20, report_results=100_000, naive_sample=10, repeats=3, xdist=True,
+             core_latencies=(1.0, 0.2), core_xdist_latency=0.2, core_processes="0")
 QUICK = Sizes(cases=12, files=2, tools=40, concurrency=4, latencies=(0.05,), cpu_latency=0.0, flow_latency=0.05,
               naive_latency=0.05, replay_cases=20, flows=4, collect_cases=40, collect_files=2, report_results=1000,
-              naive_sample=2, repeats=1, xdist=False)
+              naive_sample=2, repeats=1, xdist=False,
+              core_latencies=(0.05,), core_xdist_latency=0.0, core_processes="0")
 
 
 @dataclass
@@ -414,9 +429,10 @@ def report(sizes: Sizes) -> Iterator[Row]:
         expected = rng.choice(labels)
         called = expected if rng.random() < 0.8 else rng.choice(labels)
         correct = expected == called
-        args = {"malformed": None, "hallucinated": [], "missing_required": [], "missing_expected": [],
-                "unexpected": [], "mismatched": [], "hallucination": rng.random() < 0.05, "all_required": True,
-                "all_expected": True, "exact": rng.random() < 0.9} if correct and expected != "(none)" else None
+        args: dict[str, object] | None = {
+            "malformed": None, "hallucinated": [], "missing_required": [], "missing_expected": [], "unexpected": [],
+            "mismatched": [], "hallucination": rng.random() < 0.05, "all_required": True, "all_expected": True,
+            "exact": rng.random() < 0.9} if correct and expected != "(none)" else None
         results.append({"file": "bench.mcpeval.yaml", "line": i, "id": f"c{i}", "model": f"m{i % 2}", "repeat": 0,
                         "tags": [], "error": None,
                         "expected": [] if expected == "(none)" else [{"tool": expected}], "expected_label": expected,
@@ -482,6 +498,181 @@ def naive(sizes: Sizes, work: Path) -> Iterator[Row]:
               f"from {sizes.naive_sample} calls; ours {ours:.2f} s)")
 
 
+# -- the core section: the plugin against a bare litellm async loop, wall time and CPU per call ------------------
+
+# Runs a command and writes, to the JSON file named first, the command's wall time (its start to its exit) and the
+# CPU (user + sys) of it and of every process it started, to the last one: this process is their reaper
+# (PR_SET_CHILD_SUBREAPER), so a descendant whose parent ended first (a pool's worker, a fork server, an xdist
+# worker) is still waited for here, and counted.  The scripted model server is started by the bench, outside it.
+REAPER = """
+import ctypes, glob, json, os, resource, signal, subprocess, sys, time
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed: the CPU of orphaned descendants would be lost")
+out, command = sys.argv[1], sys.argv[2:]
+started = time.perf_counter()
+code = subprocess.call(command)
+wall = time.perf_counter() - started
+late = killed = 0
+deadline = time.monotonic() + 60
+while True:
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if pid:
+        late += 1  # a descendant that outlived its parent, reaped here after the command ended
+    elif time.monotonic() < deadline:
+        time.sleep(0.05)
+    else:  # still running a minute after the command ended: ended here, and said
+        for listing in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+            for left in open(listing).read().split():
+                os.kill(int(left), signal.SIGKILL)
+                killed += 1
+        deadline = float("inf")
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(out, "w") as handle:
+    json.dump({"code": code, "wall_s": wall, "cpu_s": used.ru_utime + used.ru_stime, "sys_s": used.ru_stime,
+               "late": late, "killed": killed}, handle)
+"""
+
+
+def measured(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
+                                                                          dict[str, float]]:
+    """``command`` run under :data:`REAPER`: its output, and its wall time, exit code and CPU with all its
+    descendants' (``wall_s``, ``code``, ``cpu_s``, of which in the kernel ``sys_s``; ``late``/``killed``:
+    descendants that outlived it)."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+        out = Path(handle.name)
+    try:
+        done = subprocess.run([PY, "-c", REAPER, str(out), *command], cwd=cwd, capture_output=True, text=True,
+                              env=env)
+        if done.returncode != 0 or not out.read_text():
+            sys.exit(f"measuring {' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        figures: dict[str, float] = json.loads(out.read_text())
+    finally:
+        out.unlink()
+    return done, figures
+
+
+# The floor of issue 33: what one event loop per process achieves with litellm's async API, as a user writes it
+# (asyncio.gather over every call, a semaphore of C per model).  litellm is imported as the plugin imported it at
+# 79faf0b (models/litellm_load.py: the offline switches, the collector off during the import, its objects then
+# frozen), written out here so that the reference stays the same whatever the plugin's core becomes.  A failed
+# call is made again (at most twice) and counted, so that a flaky connection cannot end the reference.
+BARE_ASYNC = """
+import gc, json, os, time
+started, cpu_started = time.perf_counter(), os.times()
+gc.disable()
+import litellm
+gc.enable()
+gc.freeze()
+import asyncio
+API_BASE, CASES, C = {api_base!r}, {cases}, {concurrency}
+TOOLS = [{{"type": "function", "function": {{"name": t["name"], "description": t.get("description", ""),
+          "parameters": t["inputSchema"]}}}} for t in json.load(open("evals/tools.json"))]
+imported, cpu_imported = time.perf_counter(), os.times()
+
+async def call(model, i, limit):
+    tool = TOOLS[i % len(TOOLS)]["function"]["name"]
+    async with limit:
+        for again in range(3):
+            try:
+                await litellm.acompletion(
+                    model=model, api_base=API_BASE, api_key="none", num_retries=0, timeout=120, temperature=0,
+                    tools=TOOLS, messages=[{{"role": "user", "content": f"please use {{tool}} for request c{{i}}"}}])
+                return again
+            except Exception:
+                if again == 2:
+                    raise
+
+async def main():
+    limits = {{m: asyncio.Semaphore(C) for m in "ab"}}
+    again = await asyncio.gather(*(call(f"openai/model-{{m}}", i, limits[m]) for i in range(CASES) for m in "ab"))
+    return sum(again), len(again), time.perf_counter(), os.times()
+
+again, made, done, cpu_done = asyncio.run(main())
+cpu = lambda t: t.user + t.system
+print(json.dumps({{"calls": made, "again": again, "import_s": imported - started, "loop_s": done - imported,
+                  "cpu_import_s": cpu(cpu_imported) - cpu(cpu_started),
+                  "cpu_loop_s": cpu(cpu_done) - cpu(cpu_imported)}}))
+"""
+
+
+def bare_async_loop(root: Path, api_base: str, cases: int, concurrency: int) -> dict[str, float]:
+    """:data:`BARE_ASYNC` in a fresh interpreter (offline litellm) under :func:`measured`: the script's own
+    figures and the process's ``wall_s``, ``cpu_s``."""
+    path = root / "bare_async.py"
+    path.write_text(BARE_ASYNC.format(api_base=api_base, cases=cases, concurrency=concurrency))
+    done, figures = measured([PY, str(path)], root, {**ENV, **OFFLINE})
+    if figures["code"] != 0:
+        sys.exit(f"the bare async loop failed ({figures['code']}):\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), **figures}
+
+
+def pytest_measured(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, float]:
+    """pytest with ``args`` under :func:`measured`: ``wall_s``, ``cpu_s`` (pytest and every process it started)
+    and ``session_s``, the seconds pytest reports."""
+    command = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args]
+    done, figures = measured(command, root, env or ENV)
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    match = re.search(r" in ([\d.]+)s", last)
+    if figures["code"] not in (0, 5) or match is None:
+        sys.exit(f"pytest {' '.join(args)} failed ({figures['code']}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+    return {**figures, "session_s": float(match.group(1))}
+
+
+def core(sizes: Sizes, work: Path) -> Iterator[Row]:
+    tools = catalog(sizes.tools)
+    n, c = sizes.cases, sizes.concurrency
+    root = work / "core"
+    script = write_cases(root, n, sizes.files, tools)
+    flags = ["--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={c}"]
+    how = ""
+    if sizes.core_processes:  # calls in the pytest process, where the option still exists
+        write_ini(root, "http://127.0.0.1:9/v1")
+        helped = subprocess.run([PY, "-m", "pytest", "--help"], cwd=root, capture_output=True, text=True, env=ENV)
+        if "--mcp-processes" in helped.stdout:
+            flags.append(f"--mcp-processes={sizes.core_processes}")
+            how = f", --mcp-processes={sizes.core_processes}"
+        else:
+            how = ", no --mcp-processes option"
+    calls = 2 * n
+
+    def cpu_ms(figures: dict[str, float]) -> float:
+        return figures["cpu_s"] / calls * 1000
+
+    for latency in sizes.core_latencies:
+        what = f"{n} cases x 2 models, {sizes.tools} tools, C={c}, L={latency:g} s"
+        with model_server(script, latency) as api_base:
+            write_ini(root, api_base)
+            bare = bare_async_loop(root, api_base, n, c)
+            ours = pytest_measured(root, *flags)
+            spread = (pytest_measured(root, *flags, "-n", "2")
+                      if sizes.xdist and latency == sizes.core_xdist_latency else None)
+        yield Row(f"core: bare litellm async loop, {what} (reference)",
+                  f"wall {bare['wall_s']:.2f} s (import {bare['import_s']:.2f} s, its end to the last answer "
+                  f"{bare['loop_s']:.2f} s); CPU {cpu_ms(bare):.2f} ms a call ({bare['cpu_s']:.2f} s / {calls}; "
+                  f"the calls {bare['cpu_loop_s'] / calls * 1000:.2f} ms, its import {bare['cpu_import_s']:.2f} s)"
+                  + (f"; {bare['again']:.0f} calls made again" if bare["again"] else ""))
+        runs = [("plugin", how, ours)] + ([("plugin -n 2", how, spread)] if spread else [])
+        for label, flag, run in runs:
+            where = f"L={latency:g} s{flag}"
+            detail = (f"{run['wall_s']:.2f} s / {bare['wall_s']:.2f} s; evaluation {run['session_s']:.2f} s"
+                      + (f"; {run['late']:.0f} processes outlived pytest" if run["late"] else "")
+                      + (f", {run['killed']:.0f} killed a minute after" if run["killed"] else ""))
+            ratio = run["wall_s"] / bare["wall_s"]
+            target = 1.0 if spread is run else 1.05 if latency >= 1 else None
+            name = f"core: {label} wall / bare async loop wall, {where}"
+            yield (ratio_row(name, ratio, target, detail, at_least=False) if target
+                   else Row(name, f"{ratio:.2f} ({detail})"))
+            name = f"core: {label} CPU per call / bare async loop's, {where}"
+            detail = (f"{cpu_ms(run):.2f} ms / {cpu_ms(bare):.2f} ms; {run['cpu_s']:.2f} s of CPU in all, "
+                      f"{bare['cpu_s']:.2f} s; in the kernel {run['sys_s']:.2f} s, {bare['sys_s']:.2f} s")
+            ratio = cpu_ms(run) / cpu_ms(bare)
+            yield (Row(name, f"{ratio:.2f} ({detail})") if spread is run
+                   else ratio_row(name, ratio, 1.1, detail, at_least=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the smallest sizes: checks that every section runs")
@@ -493,11 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     for assignment in args.set:
         name, _, value = assignment.partition("=")
-        kind = type(getattr(sizes, name, None))
-        if kind is type(None):
+        current: object = getattr(sizes, name, None)
+        if current is None:
             parser.error(f"--set {assignment}: no size {name!r}; expected one of {', '.join(vars(sizes))}")
-        parsed = (tuple(float(v) for v in value.split(",")) if kind is tuple else bool(int(value)) if kind is bool
-                  else kind(value))
+        parsed: Any = (tuple(float(v) for v in value.split(",")) if isinstance(current, tuple)
+                       else bool(int(value)) if isinstance(current, bool) else type(current)(value))  # type: ignore[call-arg]
         sizes = replace(sizes, **{name: parsed})
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in SECTIONS]
@@ -506,6 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     sections: dict[str, Callable[[Path], Iterator[Row]]] = {
         "efficiency": lambda work: efficiency(sizes, work, tuple(args.extra.split())),
         "cpu": lambda work: cpu(sizes, work),
+        "core": lambda work: core(sizes, work),
         "replay": lambda work: replay(sizes, work),
         "flows": lambda work: flows(sizes, work),
         "collect": lambda work: collect(sizes, work),
