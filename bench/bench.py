@@ -11,9 +11,6 @@ every target is a ratio of two figures measured within one run.
 
 efficiency  (N x L / C) / the evaluation time pytest reports: N cases x 2 models, C calls in flight per model,
             at L = 1 s and 2 s, with and without -n 2 (targets 0.9 and 0.95)
-cpu         L = 0.2 s, where litellm's CPU binds: a bare litellm thread-pool loop making the same calls in one
-            process, wall time / the plugin's wall time, with the calls in the pytest process (target 0.85) and
-            in a process per core (target 1.5)
 core        issue 33's floor: a bare litellm async loop (one process, asyncio + litellm.acompletion, a semaphore of C
             per model, the same calls) against the plugin, calls in the pytest process, at L = 1 s and 0.2 s: wall
             (target 1.05 at 1 s), CPU per call of each whole process tree (target 1.1), and with -n 2 at 0.2 s
@@ -58,7 +55,7 @@ ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTW
 # the plugin of this checkout, whichever checkout the editable install points at (a worktree's bench measured the
 # main checkout's code)
 ENV["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-SECTIONS = ("efficiency", "cpu", "core", "replay", "flows", "collect", "report", "startup", "naive")
+SECTIONS = ("efficiency", "core", "replay", "flows", "collect", "report", "startup", "naive")
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,6 @@ class Sizes:
     tools: int
     concurrency: int
     latencies: tuple[float, ...]  # efficiency
-    cpu_latency: float
     flow_latency: float
     naive_latency: float
     replay_cases: int
@@ -81,17 +77,16 @@ class Sizes:
     xdist: bool
     core_latencies: tuple[float, ...]
     core_xdist_latency: float  # the core latency with a -n 2 run too (when xdist)
-    core_processes: str  # --mcp-processes=VALUE for the core runs, where the option exists; "" passes none
 
 
-FULL = Sizes(cases=1000, files=1, tools=40, concurrency=32, latencies=(1.0, 2.0), cpu_latency=0.2,
+FULL = Sizes(cases=1000, files=1, tools=40, concurrency=32, latencies=(1.0, 2.0),
              flow_latency=1.0, naive_latency=1.0, replay_cases=1000, flows=500, collect_cases=10_000,
              collect_files=20, report_results=100_000, naive_sample=10, repeats=3, xdist=True,
-             core_latencies=(1.0, 0.2), core_xdist_latency=0.2, core_processes="0")
-QUICK = Sizes(cases=12, files=2, tools=40, concurrency=4, latencies=(0.05,), cpu_latency=0.0, flow_latency=0.05,
+             core_latencies=(1.0, 0.2), core_xdist_latency=0.2)
+QUICK = Sizes(cases=12, files=2, tools=40, concurrency=4, latencies=(0.05,), flow_latency=0.05,
               naive_latency=0.05, replay_cases=20, flows=4, collect_cases=40, collect_files=2, report_results=1000,
               naive_sample=2, repeats=1, xdist=False,
-              core_latencies=(0.05,), core_xdist_latency=0.0, core_processes="0")
+              core_latencies=(0.05,), core_xdist_latency=0.0)
 
 
 @dataclass
@@ -325,33 +320,6 @@ def efficiency(sizes: Sizes, work: Path, extra: tuple[str, ...] = ()) -> Iterato
             yield Row(f"efficiency: bare litellm loop, the same calls, L={latency:g} s (reference)",
                       f"{ideal / (bare['import_s'] + bare['loop_s']):.2f} (ideal {ideal:.2f} s / import "
                       f"{bare['import_s']:.2f} s + calls {bare['loop_s']:.2f} s)")
-
-
-def cpu(sizes: Sizes, work: Path) -> Iterator[Row]:
-    tools = catalog(sizes.tools)
-    n, c, latency = sizes.cases, sizes.concurrency, sizes.cpu_latency
-    root = work / "cpu"
-    script = write_cases(root, n, sizes.files, tools)
-    cores = os.cpu_count() or 1
-    with model_server(script, latency) as api_base:
-        write_ini(root, api_base)
-        bare = bare_loop(root, api_base, n, c)
-        ours, ours_session = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={c}",
-                                        "--mcp-processes=0")
-        spread = bare_loop(root, api_base, n, c, processes=cores)
-        per_core, per_core_session = pytest_run(root, "--mcp-models=a,b", "--mcp-record=off",
-                                                f"--mcp-concurrency={c}", f"--mcp-processes={cores}")
-    what = f"{n} cases x 2 models, {sizes.tools} tools, L={latency:g} s, C={c}"
-    yield Row(f"cpu: bare litellm loop, one process ({what})",
-              f"wall {bare['wall_s']:.2f} s (import {bare['import_s']:.2f} s + calls {bare['loop_s']:.2f} s)")
-    yield ratio_row("cpu: bare loop wall / plugin wall, calls in the pytest process (--mcp-processes=0)",
-                    bare["wall_s"] / ours, 0.85,
-                    f"{bare['wall_s']:.2f} s / {ours:.2f} s; evaluation {ours_session:.2f} s")
-    yield Row(f"cpu: bare litellm loop, a process per core ({cores})",
-              f"wall {spread['wall_s']:.2f} s; {bare['wall_s'] / spread['wall_s']:.2f}x the one-process loop")
-    yield ratio_row(f"cpu: bare loop wall / plugin wall, a process per core (--mcp-processes={cores})",
-                    bare["wall_s"] / per_core, 1.5,
-                    f"{bare['wall_s']:.2f} s / {per_core:.2f} s; evaluation {per_core_session:.2f} s")
 
 
 def replay(sizes: Sizes, work: Path) -> Iterator[Row]:
@@ -628,14 +596,6 @@ def core(sizes: Sizes, work: Path) -> Iterator[Row]:
     script = write_cases(root, n, sizes.files, tools)
     flags = ["--mcp-models=a,b", "--mcp-record=off", f"--mcp-concurrency={c}"]
     how = ""
-    if sizes.core_processes:  # calls in the pytest process, where the option still exists
-        write_ini(root, "http://127.0.0.1:9/v1")
-        helped = subprocess.run([PY, "-m", "pytest", "--help"], cwd=root, capture_output=True, text=True, env=ENV)
-        if "--mcp-processes" in helped.stdout:
-            flags.append(f"--mcp-processes={sizes.core_processes}")
-            how = f", --mcp-processes={sizes.core_processes}"
-        else:
-            how = ", no --mcp-processes option"
     calls = 2 * n
 
     def cpu_ms(figures: dict[str, float]) -> float:
@@ -696,7 +656,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown section {', '.join(unknown)}; expected some of {', '.join(SECTIONS)}")
     sections: dict[str, Callable[[Path], Iterator[Row]]] = {
         "efficiency": lambda work: efficiency(sizes, work, tuple(args.extra.split())),
-        "cpu": lambda work: cpu(sizes, work),
         "core": lambda work: core(sizes, work),
         "replay": lambda work: replay(sizes, work),
         "flows": lambda work: flows(sizes, work),

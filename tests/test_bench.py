@@ -1,6 +1,6 @@
 """bench/bench.py runs (at its smallest sizes) and prints every figure next to its target: it cannot rot unseen.
 
-The model-call sections (efficiency, cpu, flows, naive) need litellm in every pytest they start, seconds each,
+The model-call sections (efficiency, core, flows, naive) need litellm in every pytest they start, seconds each,
 so only the sections that share their machinery cheaply run here: the replay (which records through the scripted
 model server and litellm once), the report, the collection and the start-up; and the core section (the plugin
 against a bare async loop), whose measuring (a reaper of the process tree, a script) nothing else runs.  The full
@@ -44,13 +44,13 @@ def test_the_core_section_measures_the_plugin_against_a_bare_async_loop() -> Non
     rows = {line.split("  ", 1)[0]: line for line in table if line.strip()}
     assert sorted(rows) == [
         "core: bare litellm async loop, 12 cases x 2 models, 40 tools, C=4, L=0.05 s (reference)",
-        "core: plugin CPU per call / bare async loop's, L=0.05 s, --mcp-processes=0",
-        "core: plugin wall / bare async loop wall, L=0.05 s, --mcp-processes=0",
+        "core: plugin CPU per call / bare async loop's, L=0.05 s",
+        "core: plugin wall / bare async loop wall, L=0.05 s",
     ]
     reference = rows["core: bare litellm async loop, 12 cases x 2 models, 40 tools, C=4, L=0.05 s (reference)"]
     assert re.search(r"-\s+-\s+wall [\d.]+ s \(import [\d.]+ s, its end to the last answer [\d.]+ s\); "
                      r"CPU [\d.]+ ms a call \([\d.]+ s / 24; the calls [\d.]+ ms, its import [\d.]+ s\)$", reference)
-    cpu = rows["core: plugin CPU per call / bare async loop's, L=0.05 s, --mcp-processes=0"]
+    cpu = rows["core: plugin CPU per call / bare async loop's, L=0.05 s"]
     assert re.search(r"<= 1\.1\s+(yes|NO)\s+[\d.]+ \([\d.]+ ms / [\d.]+ ms; [\d.]+ s of CPU in all, [\d.]+ s; "
                      r"in the kernel [\d.]+ s, [\d.]+ s\)$", cpu)
 
@@ -58,7 +58,7 @@ def test_the_core_section_measures_the_plugin_against_a_bare_async_loop() -> Non
 def test_bad_arguments_are_one_clear_line() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--only", "speed"], capture_output=True, text=True)
     assert done.returncode == 2
-    assert "unknown section speed; expected some of efficiency, cpu, core, replay, flows, collect, report, " \
+    assert "unknown section speed; expected some of efficiency, core, replay, flows, collect, report, " \
            "startup, naive" in done.stderr
     done = subprocess.run([sys.executable, str(BENCH), "--set", "speed=1"], capture_output=True, text=True)
     assert done.returncode == 2
