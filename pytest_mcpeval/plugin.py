@@ -144,9 +144,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With ``-n`` and no ``--dist``: each worker gets whole slices of the benchmark files (docs/caching.md)."""
     if config.getoption("dist") != "load" or config.stash.get(DIST_CHOSEN_KEY, True):
         return None  # the user's mode
-    from pytest_mcpeval.run.scheduler import make_scheduler
+    from pytest_mcpeval.run.scheduler import BenchmarkSliceScheduling
 
-    return make_scheduler(config, log)  # None (xdist's own) with a notice where xdist is not a version checked
+    return BenchmarkSliceScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -14,7 +14,7 @@ import pytest
 from conftest import run
 
 from pytest_mcpeval.run.prefetch import benchmark_slices
-from pytest_mcpeval.run.scheduler import slice_scheduler
+from pytest_mcpeval.run.scheduler import BenchmarkSliceScheduling
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GET_ME = {"tool_calls": [{"name": "get_me", "arguments": {}}]}
@@ -79,7 +79,7 @@ def drain(sched: object, workers: list[Worker], ran: list[int]) -> None:
 
 def scheduled(pytester: pytest.Pytester, ids: list[str]) -> tuple[Any, list[Worker]]:
     """The slice scheduler with two stand-in workers that collected ``ids``, after its first distribution."""
-    sched = slice_scheduler(pytester.parseconfig("--tx=2*popen"), None)
+    sched = BenchmarkSliceScheduling(pytester.parseconfig("--tx=2*popen"))
     workers = [Worker(Gateway("gw0")), Worker(Gateway("gw1"))]
     for worker in workers:
         sched.add_node(worker)
@@ -151,28 +151,31 @@ def test_a_worker_holding_one_item_is_told_when_another_takes_the_last_unit(pyte
 
 def test_a_replacement_never_holds_one_item_while_units_are_queued(pytester: pytest.Pytester) -> None:
     """Both workers were told that nothing else comes (the queue had emptied) when one of them dies with two
-    units unfinished: its slice's last item and a unit it had not started.  Its replacement is given both
-    (two items, so it runs the first); given only the one item it would wait for a next one, the survivor
-    takes no work once told to stop, and the run would hang (`.ci/run` hung here)."""
+    units unfinished: its slice's last item and a unit it had not started.  Its replacement is given what
+    is left and is told that nothing else comes; given one item and no word it would wait for a next one,
+    the survivor takes no work once told to stop, and the run would hang (`.ci/run` hung here)."""
     ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(4)]
     sched, workers = scheduled(pytester, ids)
-    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a1[m]") in w.queue)
+    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a2[m]") in w.queue)
     survivor = next(w for w in workers if w is not doomed)
-    ran: list[int] = [doomed.queue.pop(0)]  # a0 ran, and the doomed worker was given a test_p unit
-    sched.mark_test_complete(doomed, ran[-1])
-    while sched.workqueue:  # the survivor takes the rest of the queue
+    ran: list[int] = []
+    for _ in range(2):  # a0 and a1 ran, and the doomed worker, down to one item, was given a test_p unit
+        ran.append(doomed.queue.pop(0))
+        sched.mark_test_complete(doomed, ran[-1])
+    assert len(doomed.queue) == 2
+    while sched.queue:  # the survivor takes the rest of the queue
         ran.append(survivor.queue.pop(0))
         sched.mark_test_complete(survivor, ran[-1])
     assert survivor.shutting_down and doomed.shutting_down
-    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a1[m]"  # a2 and its test_p unit go back
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a2[m]"  # its test_p unit goes back
     replacement = Worker(Gateway("gw2"))
     sched.add_node(replacement)
     sched.add_node_collection(replacement, ids)
     sched.schedule()
-    assert len(replacement.queue) == 2 and replacement.shutting_down
+    assert replacement.can_run()
     drain(sched, [survivor, replacement], ran)
     assert sched.tests_finished
-    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
+    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a2[m]"})
 
 
 def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
