@@ -152,34 +152,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Tell each worker which items stay together on one worker (it makes their calls ahead)."""
-    from pytest_mcpeval.run.identities import prepare_node
     from pytest_mcpeval.run.prefetch import WORKERINPUT_KEY, distribution
 
     config = node.config
     node.workerinput[WORKERINPUT_KEY] = distribution(config, config.stash.get(DIST_CHOSEN_KEY, True))
-    prepare_node(config, node)
     if BUDGET_DIR_KEY in config.stash:  # --mcp-max-cost: every worker adds its spend to the same ledger
         from pytest_mcpeval.run.budget import WORKERINPUT_KEY as BUDGET_INPUT
 
         node.workerinput[BUDGET_INPUT] = str(config.stash[BUDGET_DIR_KEY])
 
 
-@pytest.hookimpl(tryfirst=True)  # on a worker, before xdist tells the controller the collection is finished
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection.  On an
-    xdist worker: the selected cases' identities, written for the controller (run/identities.py)."""
+    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection (under xdist
+    the controller checks: below)."""
     import sys
 
     gc_pause = sys.modules.get("pytest_mcpeval.run.gc_pause")  # imported when a benchmark file was collected
     if gc_pause is not None:
         gc_pause.collection_done(session, sum(1 for item in session.items if CASE_KEY in item.stash))
-    if hasattr(session.config, "workerinput"):  # under xdist the controller checks (below)
-        from pytest_mcpeval.run.identities import publish
-
-        root = session.config.rootpath
-        publish(session, {item.nodeid: ref.identity(root) for item in session.items
-                          if (ref := item.stash.get(CASE_KEY, None)) is not None and ref.model is not None
-                          and not ref.case.skip})
+    if hasattr(session.config, "workerinput"):
         return
     if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
         from pytest_mcpeval.collect import check_judge
@@ -200,7 +191,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     from pytest_mcpeval.run.identities import received
 
-    identities = received(node.config, node, ids)
+    identities = received(node.config, ids)
     if identities:
         from pytest_mcpeval.collect import check_judge_ids
         from pytest_mcpeval.run import preflight
@@ -241,9 +232,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     gc_pause = sys.modules.get("pytest_mcpeval.run.gc_pause")  # a collection that ended without finishing
     if gc_pause is not None:
         gc_pause.resume_gc(config)
-    identities = sys.modules.get("pytest_mcpeval.run.identities")
-    if identities is not None:
-        identities.clean_up(config)
     if BUDGET_DIR_KEY in config.stash and not hasattr(config, "workerinput"):
         from pytest_mcpeval.run.budget import remove_ledger
 

@@ -90,7 +90,7 @@ class EvalSession:
             return
         from pytest_mcpeval.run.identities import received
 
-        self.expected.update(received(self.config, node, ids))  # as the worker built them: never parsed back
+        self.expected.update(received(self.config, ids))  # named as collection names them: never parsed back
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         listing = getattr(report, "mcpeval_tools", None)

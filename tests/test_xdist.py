@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import run
+from conftest import GITHUB_TOOLS, get_me_cases, run
 
+from pytest_mcpeval.run.identities import resolve
 from pytest_mcpeval.run.prefetch import benchmark_slices
 from pytest_mcpeval.run.scheduler import BenchmarkSliceScheduling
 from pytest_mcpeval.testing import ScriptedModelServer
@@ -41,6 +42,25 @@ def test_slices_are_a_files_items_in_order_one_per_worker() -> None:
         "a.mcpeval.yaml::a2[m]": "a.mcpeval.yaml::slice-0", "a.mcpeval.yaml::a3[m]": "a.mcpeval.yaml::slice-1",
         "a.mcpeval.yaml::a4[m]": "a.mcpeval.yaml::slice-1", "b.mcpeval.yaml::b0[m]": "b.mcpeval.yaml::slice-0"}
     assert set(benchmark_slices(ids, 1).values()) == {"a.mcpeval.yaml::slice-0", "b.mcpeval.yaml::slice-0"}
+
+
+def test_the_controller_names_the_cases_it_is_sent_from_the_files_not_by_parsing_node_ids(
+        pytester: pytest.Pytester) -> None:
+    """``x.mcpeval.yaml`` and ``x.mcpeval.yaml::y.mcpeval.yaml`` are two files of one folder, and a model alias
+    holds ``[``, ``]`` and ``::``: each node id is matched whole against the names of the items collection
+    builds, so each case is named by its own file, line and model; a skipped case and a plain test are none."""
+    pytester.makeini("[pytest]\nmcp_model_aliases = o]d::m[ = openai/fake\n")
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    skipped = "  - {id: s, input: hi, expect: [], skip: true}\n"
+    (pytester.path / "x.mcpeval.yaml").write_text(get_me_cases(2, "a") + skipped)
+    (pytester.path / "x.mcpeval.yaml::y.mcpeval.yaml").write_text(get_me_cases(2, "b"))
+    config = pytester.parseconfigure("--mcp-models=o]d::m[")
+    ids = ["x.mcpeval.yaml::a1[o]d::m[]", "x.mcpeval.yaml::y.mcpeval.yaml::b0[o]d::m[]",
+           "x.mcpeval.yaml::s[o]d::m[]", "x.mcpeval.yaml::lint", "test_p.py::test_p[x.mcpeval.yaml::a1]"]
+    found = resolve(config, ids)
+    assert found == {
+        ids[0]: {"file": "x.mcpeval.yaml", "line": 6, "id": "a1", "model": "o]d::m[", "tags": []},
+        ids[1]: {"file": "x.mcpeval.yaml::y.mcpeval.yaml", "line": 3, "id": "b0", "model": "o]d::m[", "tags": []}}
 
 
 @dataclass
