@@ -101,30 +101,28 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_newgateway(gateway: Any) -> None:
+    """xdist only: the pid of a local worker's process, asked before the worker starts in it (interrupts.py)."""
+    from pytest_mcpeval.interrupts import ask_worker_pid
+
+    ask_worker_pid(gateway)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodeready(node: Any) -> None:
     """xdist only: the controller passes a signal it receives on to its workers (interrupts.py)."""
-    pid = _worker_pid(node)
+    from pytest_mcpeval.interrupts import worker_pid
+
+    pid = worker_pid(node.gateway)
     if pid is not None:
         node.config.stash[INTERRUPTS_KEY].forward_to.add(pid)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    node.config.stash[INTERRUPTS_KEY].forward_to.discard(_worker_pid(node))  # its pid may be another's later
+    from pytest_mcpeval.interrupts import worker_pid
 
-
-def _worker_pid(node: Any) -> int | None:
-    """The pid of an xdist worker started by execnet's popen gateway (``-n``); ``None`` for another kind of
-    gateway (a remote worker), which only xdist's own shutdown then reaches.
-
-    Read from execnet's private ``gateway._io.popen`` (the worker's ``subprocess.Popen``): neither library
-    publishes the pid.  xdist's ``node.workerinfo`` holds the worker's version, platform, executable and cwd, no
-    pid; execnet's public ``gateway.remote_status()`` counts channels and queued work, no pid; and asking with the
-    public ``gateway.remote_exec`` would get no answer while the worker runs its tests (xdist's gateways are
-    ``execmodel=main_thread_only``: remote code waits for the main thread, busy in the test loop).  ``getattr`` at
-    each step: an execnet without it gives ``None``, and the worker is then stopped by xdist alone."""
-    pid = getattr(getattr(getattr(node.gateway, "_io", None), "popen", None), "pid", None)
-    return pid if isinstance(pid, int) else None
+    node.config.stash[INTERRUPTS_KEY].forward_to.discard(worker_pid(node.gateway))  # its pid may be another's later
 
 
 # -- pytest-xdist: which worker runs which items (docs/caching.md#with-pytest-xdist) -----------------

@@ -222,3 +222,22 @@ def test_a_chosen_dist_mode_is_kept_and_every_call_is_still_made_once(
     result.stdout.fnmatch_lines([f"*scheduling tests via {scheduler}*"])
     result.assert_outcomes(passed=16)
     assert len(model_server.requests) == 12  # load: each item its own call; loadfile: the file's calls ahead
+
+
+def test_the_controller_learns_a_local_worker_s_pid_through_execnet_s_public_remote_exec() -> None:
+    """Asked of a new gateway before xdist starts its worker in it (the controller passes signals on to that
+    pid); the gateway then runs xdist's own remote code as before."""
+    import os
+
+    execnet = pytest.importorskip("execnet")
+    from pytest_mcpeval.interrupts import ask_worker_pid, worker_pid
+
+    gateway = execnet.makegateway("execmodel=main_thread_only//popen")
+    try:
+        ask_worker_pid(gateway)
+        pid = worker_pid(gateway)
+        assert pid is not None and pid != os.getpid()
+        assert gateway.remote_exec("import os\nchannel.send(os.getppid())").receive(10) == os.getpid()
+        assert gateway.remote_exec("import os\nchannel.send(os.getpid())").receive(10) == pid
+    finally:
+        gateway.exit()
