@@ -298,11 +298,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """An xdist worker hands the secrets it learnt from its benchmark files' servers (and fixtures) to the
-    controller, which masks the rest of the report with them: by the channel, never through a file."""
+    controller, which masks the rest of the report with them: by the channel, never through a file.  And the
+    facts it noted once for the run (run/facts.py: catalogs, parameters sent), masked."""
+    import sys
+
     workeroutput = getattr(session.config, "workeroutput", None)
     learned = session.config.stash[SETTINGS_KEY].redactor.learned if SETTINGS_KEY in session.config.stash else []
     if workeroutput is not None and learned:
         workeroutput["mcpeval_secrets"] = list(learned)
+    facts = sys.modules.get("pytest_mcpeval.run.facts")  # imported where a case ran
+    if workeroutput is not None and facts is not None:
+        workeroutput[facts.WORKEROUTPUT_KEY] = session.config.stash[SETTINGS_KEY].redactor.data(
+            facts.of(session.config).data())
 
 
 @pytest.hookimpl(wrapper=True)

@@ -241,3 +241,25 @@ def test_the_controller_learns_a_local_worker_s_pid_through_execnet_s_public_rem
         assert gateway.remote_exec("import os\nchannel.send(os.getpid())").receive(10) == pid
     finally:
         gateway.exit()
+
+
+NOTE_FACTS = """\
+def pytest_mcpeval_case_result(item, result):
+    # where the case ran (a worker under xdist): a fact said once for the run, not with the case
+    from pytest_mcpeval.run.facts import of
+
+    of(item.config).note_catalog("feedface", {"server": "noted once", "tools": {}, "tokens": 7})
+    of(item.config).note_model("other", {"temperature": 0.5})
+"""
+
+
+def test_facts_noted_once_for_the_run_reach_the_report_through_workeroutput(
+        project: pytest.Pytester, model_server: ScriptedModelServer, xdist_args: list[str]) -> None:
+    """Without xdist the session reads its own process's; a worker hands them over in ``workeroutput``."""
+    from conftest import read_report
+
+    (project.path / "conftest.py").write_text(NOTE_FACTS)
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json", *xdist_args)
+    result.assert_outcomes(passed=16)
+    report = read_report(project)
+    assert report["catalogs"]["feedface"] == {"server": "noted once", "tools": {}, "tokens": 7}
