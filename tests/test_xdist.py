@@ -198,6 +198,43 @@ def test_a_replacement_never_holds_one_item_while_units_are_queued(pytester: pyt
     assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a2[m]"})
 
 
+def test_a_rerun_plugin_can_send_a_crashed_item_again(pytester: pytest.Pytester) -> None:
+    """xdist's ``pytest_handlecrashitem`` hands plugins the scheduler to send a crashed item again
+    (``mark_test_pending``, part of the protocol): it goes first, to a worker that can take work."""
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(4)]
+    sched, workers = scheduled(pytester, ids)
+    doomed = next(w for w in workers if 0 in w.queue)
+    survivor = next(w for w in workers if w is not doomed)
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a0[m]"
+    sched.mark_test_pending("a.mcpeval.yaml::a0[m]")
+    replacement = Worker(Gateway("gw2"))  # the survivor was told to stop (the queue had emptied): xdist starts one
+    sched.add_node(replacement)
+    sched.add_node_collection(replacement, ids)
+    sched.schedule()
+    assert replacement.batches[0] == [0]
+    ran: list[int] = []
+    drain(sched, [survivor, replacement], ran)
+    assert sched.tests_finished and sorted(ran) == [0, 1, 2, 3]
+
+
+def test_a_late_worker_that_collected_other_items_is_reported_and_stopped(pytester: pytest.Pytester) -> None:
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(4)]
+    sched, _ = scheduled(pytester, ids)
+    reports: list[pytest.CollectReport] = []
+
+    class Recorder:
+        def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+            reports.append(report)
+
+    sched.config.pluginmanager.register(Recorder())
+    late = Worker(Gateway("gw2"))
+    sched.add_node(late)
+    sched.add_node_collection(late, ids[:3])
+    sched.schedule()
+    assert late.shutting_down and not late.batches
+    assert [r.nodeid for r in reports] == ["gw2"] and "Different tests were collected" in str(reports[0].longrepr)
+
+
 def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
                                                                  model_server: ScriptedModelServer) -> None:
     model_server.latency = 0.2
