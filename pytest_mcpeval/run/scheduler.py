@@ -2,8 +2,8 @@
 
 xdist lets a plugin hand it a scheduler through its documented hook ``pytest_xdist_make_scheduler``: any
 object with the methods of xdist's published ``Scheduling`` protocol (``xdist.scheduler.protocol``).
-:class:`BenchmarkSliceScheduling` is one, written here from that protocol alone: it subclasses nothing of
-xdist's and reads no state of it.  Of a worker it uses what the protocol's callers hand it, through
+:class:`BenchmarkSliceScheduling` is one, written here from that protocol alone: it imports, subclasses and
+reads nothing of xdist's.  Of a worker it uses what the protocol's callers hand it, through
 xdist's ``WorkerController`` methods ``send_runtest_some`` and ``shutdown``, its ``shutting_down`` flag and
 its gateway's ``id`` (:class:`Worker`).
 
@@ -166,10 +166,12 @@ class BenchmarkSliceScheduling:
 
     def _collections_differ(self, node: Worker, collection: Sequence[str]) -> bool:
         """Reported as xdist's own schedulers report it: a failed collection naming the difference."""
-        from xdist.report import report_collection_diff  # type: ignore[import-untyped]
+        from difflib import unified_diff
 
         first_node, first = next(iter(self.collections.items()))
-        message = report_collection_diff(first, collection, first_node.gateway.id, node.gateway.id)
+        diff = unified_diff(first, list(collection), fromfile=first_node.gateway.id, tofile=node.gateway.id)
+        message = (f"Different tests were collected between {first_node.gateway.id} and {node.gateway.id}. "
+                   "The difference is:\n" + "\n".join(line.rstrip() for line in diff))
         self.config.hook.pytest_collectreport(
             report=pytest.CollectReport(node.gateway.id, "failed", longrepr=message, result=[]))
         return True
