@@ -28,7 +28,7 @@ from pytest_mcpeval.benchmark.loader import (
 from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
-from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, missing_tools, needs_judge
+from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, item_name, missing_tools, needs_judge
 from pytest_mcpeval.run.item import CaseMissed, run_case
 
 RETRIEVER_FLOW_REASON = (
@@ -90,7 +90,7 @@ class BenchmarkFileNode(pytest.File):
         for case in bench.spec.cases:
             register_tags(self.config, (*bench.spec.tags, *case.tags))
             for model in models:
-                name = f"{case.id}[{model.name}]" if model else case.id
+                name = item_name(case.id, model)
                 item = CaseItem.from_parent(self, name=name, callobj=run_case, fixtureinfo=fixtureinfo)
                 fixtureinfo = getattr(item, "_fixtureinfo", None)
                 item.stash[CASE_KEY] = CaseRef(bench, case, model)

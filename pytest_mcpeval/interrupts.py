@@ -44,6 +44,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -193,3 +194,32 @@ def end_with_parent(signum: int, kernel: bool = True) -> None:
         os.kill(os.getpid(), signum)
 
     threading.Thread(target=watch, name="mcpeval-parent-watch", daemon=True).start()
+
+
+_WORKER_PIDS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()  # execnet gateway -> its pid
+
+
+def ask_worker_pid(gateway: Any) -> None:
+    """On the xdist controller, for each new gateway (``pytest_xdist_newgateway``, before xdist starts its worker
+    in it): the pid of its process, asked with execnet's public ``remote_exec``, so that signals can be passed
+    on to it.  Asked now because later the worker's main thread runs the tests, and xdist's gateways run remote
+    code on the main thread only.  Only a process on this machine (``popen``, not through ``via=``); otherwise, or
+    when the gateway does not answer within a few seconds, none is known and xdist alone stops the worker."""
+    spec = gateway.spec
+    if not spec.popen or spec.via:
+        return
+    import execnet
+
+    try:
+        channel = gateway.remote_exec("import os\nchannel.send(os.getpid())")
+        pid = channel.receive(timeout=10)
+        channel.waitclose(timeout=10)  # the worker's main thread is free again for xdist's own remote_exec
+    except (OSError, EOFError, execnet.RemoteError, execnet.TimeoutError):
+        return
+    if isinstance(pid, int):
+        _WORKER_PIDS[gateway] = pid
+
+
+def worker_pid(gateway: Any) -> int | None:
+    """The pid :func:`ask_worker_pid` learnt for ``gateway``, if any."""
+    return _WORKER_PIDS.get(gateway)

@@ -110,30 +110,28 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_newgateway(gateway: Any) -> None:
+    """xdist only: the pid of a local worker's process, asked before the worker starts in it (interrupts.py)."""
+    from pytest_mcpeval.interrupts import ask_worker_pid
+
+    ask_worker_pid(gateway)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodeready(node: Any) -> None:
     """xdist only: the controller passes a signal it receives on to its workers (interrupts.py)."""
-    pid = _worker_pid(node)
+    from pytest_mcpeval.interrupts import worker_pid
+
+    pid = worker_pid(node.gateway)
     if pid is not None:
         node.config.stash[INTERRUPTS_KEY].forward_to.add(pid)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    node.config.stash[INTERRUPTS_KEY].forward_to.discard(_worker_pid(node))  # its pid may be another's later
+    from pytest_mcpeval.interrupts import worker_pid
 
-
-def _worker_pid(node: Any) -> int | None:
-    """The pid of an xdist worker started by execnet's popen gateway (``-n``); ``None`` for another kind of
-    gateway (a remote worker), which only xdist's own shutdown then reaches.
-
-    Read from execnet's private ``gateway._io.popen`` (the worker's ``subprocess.Popen``): neither library
-    publishes the pid.  xdist's ``node.workerinfo`` holds the worker's version, platform, executable and cwd, no
-    pid; execnet's public ``gateway.remote_status()`` counts channels and queued work, no pid; and asking with the
-    public ``gateway.remote_exec`` would get no answer while the worker runs its tests (xdist's gateways are
-    ``execmodel=main_thread_only``: remote code waits for the main thread, busy in the test loop).  ``getattr`` at
-    each step: an execnet without it gives ``None``, and the worker is then stopped by xdist alone."""
-    pid = getattr(getattr(getattr(node.gateway, "_io", None), "popen", None), "pid", None)
-    return pid if isinstance(pid, int) else None
+    node.config.stash[INTERRUPTS_KEY].forward_to.discard(worker_pid(node.gateway))  # its pid may be another's later
 
 
 # -- pytest-xdist: which worker runs which items (docs/caching.md#with-pytest-xdist) -----------------
@@ -153,42 +151,33 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With ``-n`` and no ``--dist``: each worker gets whole slices of the benchmark files (docs/caching.md)."""
     if config.getoption("dist") != "load" or config.stash.get(DIST_CHOSEN_KEY, True):
         return None  # the user's mode
-    from pytest_mcpeval.run.scheduler import make_scheduler
+    from pytest_mcpeval.run.scheduler import BenchmarkSliceScheduling
 
-    return make_scheduler(config, log)  # None (xdist's own) with a notice where xdist is not a version checked
+    return BenchmarkSliceScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Tell each worker which items stay together on one worker (it makes their calls ahead)."""
-    from pytest_mcpeval.run.identities import prepare_node
     from pytest_mcpeval.run.prefetch import WORKERINPUT_KEY, distribution
 
     config = node.config
     node.workerinput[WORKERINPUT_KEY] = distribution(config, config.stash.get(DIST_CHOSEN_KEY, True))
-    prepare_node(config, node)
     if BUDGET_DIR_KEY in config.stash:  # --mcp-max-cost: every worker adds its spend to the same ledger
         from pytest_mcpeval.run.budget import WORKERINPUT_KEY as BUDGET_INPUT
 
         node.workerinput[BUDGET_INPUT] = str(config.stash[BUDGET_DIR_KEY])
 
 
-@pytest.hookimpl(tryfirst=True)  # on a worker, before xdist tells the controller the collection is finished
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection.  On an
-    xdist worker: the selected cases' identities, written for the controller (run/identities.py)."""
+    """Flows with claims for the judge and no --mcp-judge-model: a usage error, after -k/-m selection (under xdist
+    the controller checks: below)."""
     import sys
 
     gc_pause = sys.modules.get("pytest_mcpeval.run.gc_pause")  # imported when a benchmark file was collected
     if gc_pause is not None:
         gc_pause.collection_done(session, sum(1 for item in session.items if CASE_KEY in item.stash))
-    if hasattr(session.config, "workerinput"):  # under xdist the controller checks (below)
-        from pytest_mcpeval.run.identities import publish
-
-        root = session.config.rootpath
-        publish(session, {item.nodeid: ref.identity(root) for item in session.items
-                          if (ref := item.stash.get(CASE_KEY, None)) is not None and ref.model is not None
-                          and not ref.case.skip})
+    if hasattr(session.config, "workerinput"):
         return
     if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
         from pytest_mcpeval.collect import check_judge
@@ -209,7 +198,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     from pytest_mcpeval.run.identities import received
 
-    identities = received(node.config, node, ids)
+    identities = received(node.config, ids)
     if identities:
         from pytest_mcpeval.collect import check_judge_ids
         from pytest_mcpeval.run import preflight
@@ -238,9 +227,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     gc_pause = sys.modules.get("pytest_mcpeval.run.gc_pause")  # a collection that ended without finishing
     if gc_pause is not None:
         gc_pause.resume_gc(config)
-    identities = sys.modules.get("pytest_mcpeval.run.identities")
-    if identities is not None:
-        identities.clean_up(config)
     if BUDGET_DIR_KEY in config.stash and not hasattr(config, "workerinput"):
         from pytest_mcpeval.run.budget import remove_ledger
 
@@ -307,11 +293,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """An xdist worker hands the secrets it learnt from its benchmark files' servers (and fixtures) to the
-    controller, which masks the rest of the report with them: by the channel, never through a file."""
+    controller, which masks the rest of the report with them: by the channel, never through a file.  And the
+    facts it noted once for the run (run/facts.py: catalogs, parameters sent), masked."""
+    import sys
+
     workeroutput = getattr(session.config, "workeroutput", None)
     learned = session.config.stash[SETTINGS_KEY].redactor.learned if SETTINGS_KEY in session.config.stash else []
     if workeroutput is not None and learned:
         workeroutput["mcpeval_secrets"] = list(learned)
+    facts = sys.modules.get("pytest_mcpeval.run.facts")  # imported where a case ran
+    if workeroutput is not None and facts is not None:
+        workeroutput[facts.WORKEROUTPUT_KEY] = session.config.stash[SETTINGS_KEY].redactor.data(
+            facts.of(session.config).data())
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from pytest_mcpeval.keys import CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
+from pytest_mcpeval.run import facts
 from pytest_mcpeval.text import plural
 
 if TYPE_CHECKING:  # the data model costs nothing to import, but the report side is only needed at the end
@@ -97,7 +98,7 @@ class EvalSession:
             return
         from pytest_mcpeval.run.identities import received
 
-        self.expected.update(received(self.config, node, ids))  # as the worker built them: never parsed back
+        self.expected.update(received(self.config, ids))  # named as collection names them: never parsed back
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         listing = getattr(report, "mcpeval_tools", None)
@@ -148,6 +149,7 @@ class EvalSession:
             if (outcome, note) not in bad:
                 bad = [*bad, (outcome, note)]
         self.config.stash[CORRUPTED_KEY] = bad
+        facts.of(self.config).merge(output.get(facts.WORKEROUTPUT_KEY))  # noted once for the run (run/facts.py)
 
     def remove_stale_outputs(self) -> None:
         """At configure time (not for ``--collect-only``, which writes nothing): the outputs this run was asked
@@ -176,6 +178,7 @@ class EvalSession:
         if (not self.results and not missing and not self.collect_errors and settings.report_path is None
                 and settings.html_path is None and not settings.thresholds and not self.lint):
             return
+        self.take_facts(settings)
         report = self.gated_report(self.results + missing, settings, stopped)
         self.write_outputs(report, settings, stopped)
         if signalled is not None:
@@ -184,6 +187,14 @@ class EvalSession:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         elif not report["gate"]["passed"] and session.exitstatus == pytest.ExitCode.OK and self.gate_applies:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def take_facts(self, settings: Settings) -> None:
+        """The facts noted once for the run, by this process and the xdist workers (run/facts.py)."""
+        noted = facts.of(self.config)
+        for digest, info in noted.catalogs.items():
+            self.catalogs.setdefault(digest, settings.redactor.data(info))
+        for model, sent in noted.params_sent.items():
+            self.params_sent.setdefault(model, settings.redactor.data(sent))
 
     def gated_report(self, results: list[CaseResult], settings: Settings, stopped: str | None) -> Report:
         """The report of the run with its checks, run info, comparison and gate (masked but for the cases, which

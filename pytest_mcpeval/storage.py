@@ -9,8 +9,8 @@
   evaluation).
 
 The report and its renderings (``session`` and :mod:`pytest_mcpeval.outputs`), the baseline
-(:mod:`pytest_mcpeval.gate.baseline`), the response cache (:mod:`pytest_mcpeval.run.cache`) and the workers'
-identity files (:mod:`pytest_mcpeval.run.identities`) all write and read through here.
+(:mod:`pytest_mcpeval.gate.baseline`) and the response cache (:mod:`pytest_mcpeval.run.cache`) all write and read
+through here.
 """
 
 from __future__ import annotations

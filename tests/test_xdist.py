@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import run
+from conftest import GITHUB_TOOLS, get_me_cases, run
 
+from pytest_mcpeval.run.identities import resolve
 from pytest_mcpeval.run.prefetch import benchmark_slices
-from pytest_mcpeval.run.scheduler import slice_scheduler
+from pytest_mcpeval.run.scheduler import BenchmarkSliceScheduling
 from pytest_mcpeval.testing import ScriptedModelServer
 
 GET_ME = {"tool_calls": [{"name": "get_me", "arguments": {}}]}
@@ -41,6 +42,25 @@ def test_slices_are_a_files_items_in_order_one_per_worker() -> None:
         "a.mcpeval.yaml::a2[m]": "a.mcpeval.yaml::slice-0", "a.mcpeval.yaml::a3[m]": "a.mcpeval.yaml::slice-1",
         "a.mcpeval.yaml::a4[m]": "a.mcpeval.yaml::slice-1", "b.mcpeval.yaml::b0[m]": "b.mcpeval.yaml::slice-0"}
     assert set(benchmark_slices(ids, 1).values()) == {"a.mcpeval.yaml::slice-0", "b.mcpeval.yaml::slice-0"}
+
+
+def test_the_controller_names_the_cases_it_is_sent_from_the_files_not_by_parsing_node_ids(
+        pytester: pytest.Pytester) -> None:
+    """``x.mcpeval.yaml`` and ``x.mcpeval.yaml::y.mcpeval.yaml`` are two files of one folder, and a model alias
+    holds ``[``, ``]`` and ``::``: each node id is matched whole against the names of the items collection
+    builds, so each case is named by its own file, line and model; a skipped case and a plain test are none."""
+    pytester.makeini("[pytest]\nmcp_model_aliases = o]d::m[ = openai/fake\n")
+    (pytester.path / "tools.json").write_text(GITHUB_TOOLS.read_text())
+    skipped = "  - {id: s, input: hi, expect: [], skip: true}\n"
+    (pytester.path / "x.mcpeval.yaml").write_text(get_me_cases(2, "a") + skipped)
+    (pytester.path / "x.mcpeval.yaml::y.mcpeval.yaml").write_text(get_me_cases(2, "b"))
+    config = pytester.parseconfigure("--mcp-models=o]d::m[")
+    ids = ["x.mcpeval.yaml::a1[o]d::m[]", "x.mcpeval.yaml::y.mcpeval.yaml::b0[o]d::m[]",
+           "x.mcpeval.yaml::s[o]d::m[]", "x.mcpeval.yaml::lint", "test_p.py::test_p[x.mcpeval.yaml::a1]"]
+    found = resolve(config, ids)
+    assert found == {
+        ids[0]: {"file": "x.mcpeval.yaml", "line": 6, "id": "a1", "model": "o]d::m[", "tags": []},
+        ids[1]: {"file": "x.mcpeval.yaml::y.mcpeval.yaml", "line": 3, "id": "b0", "model": "o]d::m[", "tags": []}}
 
 
 @dataclass
@@ -79,7 +99,7 @@ def drain(sched: object, workers: list[Worker], ran: list[int]) -> None:
 
 def scheduled(pytester: pytest.Pytester, ids: list[str]) -> tuple[Any, list[Worker]]:
     """The slice scheduler with two stand-in workers that collected ``ids``, after its first distribution."""
-    sched = slice_scheduler(pytester.parseconfig("--tx=2*popen"), None)
+    sched = BenchmarkSliceScheduling(pytester.parseconfig("--tx=2*popen"))
     workers = [Worker(Gateway("gw0")), Worker(Gateway("gw1"))]
     for worker in workers:
         sched.add_node(worker)
@@ -151,28 +171,68 @@ def test_a_worker_holding_one_item_is_told_when_another_takes_the_last_unit(pyte
 
 def test_a_replacement_never_holds_one_item_while_units_are_queued(pytester: pytest.Pytester) -> None:
     """Both workers were told that nothing else comes (the queue had emptied) when one of them dies with two
-    units unfinished: its slice's last item and a unit it had not started.  Its replacement is given both
-    (two items, so it runs the first); given only the one item it would wait for a next one, the survivor
-    takes no work once told to stop, and the run would hang (`.ci/run` hung here)."""
+    units unfinished: its slice's last item and a unit it had not started.  Its replacement is given what
+    is left and is told that nothing else comes; given one item and no word it would wait for a next one,
+    the survivor takes no work once told to stop, and the run would hang (`.ci/run` hung here)."""
     ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(6)] + [f"test_p.py::test_p[{i}]" for i in range(4)]
     sched, workers = scheduled(pytester, ids)
-    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a1[m]") in w.queue)
+    doomed = next(w for w in workers if ids.index("a.mcpeval.yaml::a2[m]") in w.queue)
     survivor = next(w for w in workers if w is not doomed)
-    ran: list[int] = [doomed.queue.pop(0)]  # a0 ran, and the doomed worker was given a test_p unit
-    sched.mark_test_complete(doomed, ran[-1])
-    while sched.workqueue:  # the survivor takes the rest of the queue
+    ran: list[int] = []
+    for _ in range(2):  # a0 and a1 ran, and the doomed worker, down to one item, was given a test_p unit
+        ran.append(doomed.queue.pop(0))
+        sched.mark_test_complete(doomed, ran[-1])
+    assert len(doomed.queue) == 2
+    while sched.queue:  # the survivor takes the rest of the queue
         ran.append(survivor.queue.pop(0))
         sched.mark_test_complete(survivor, ran[-1])
     assert survivor.shutting_down and doomed.shutting_down
-    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a1[m]"  # a2 and its test_p unit go back
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a2[m]"  # its test_p unit goes back
     replacement = Worker(Gateway("gw2"))
     sched.add_node(replacement)
     sched.add_node_collection(replacement, ids)
     sched.schedule()
-    assert len(replacement.queue) == 2 and replacement.shutting_down
+    assert replacement.can_run()
     drain(sched, [survivor, replacement], ran)
     assert sched.tests_finished
-    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a1[m]"})
+    assert sorted(ids[i] for i in ran) == sorted(set(ids) - {"a.mcpeval.yaml::a2[m]"})
+
+
+def test_a_rerun_plugin_can_send_a_crashed_item_again(pytester: pytest.Pytester) -> None:
+    """xdist's ``pytest_handlecrashitem`` hands plugins the scheduler to send a crashed item again
+    (``mark_test_pending``, part of the protocol): it goes first, to a worker that can take work."""
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(4)]
+    sched, workers = scheduled(pytester, ids)
+    doomed = next(w for w in workers if 0 in w.queue)
+    survivor = next(w for w in workers if w is not doomed)
+    assert sched.remove_node(doomed) == "a.mcpeval.yaml::a0[m]"
+    sched.mark_test_pending("a.mcpeval.yaml::a0[m]")
+    replacement = Worker(Gateway("gw2"))  # the survivor was told to stop (the queue had emptied): xdist starts one
+    sched.add_node(replacement)
+    sched.add_node_collection(replacement, ids)
+    sched.schedule()
+    assert replacement.batches[0] == [0]
+    ran: list[int] = []
+    drain(sched, [survivor, replacement], ran)
+    assert sched.tests_finished and sorted(ran) == [0, 1, 2, 3]
+
+
+def test_a_late_worker_that_collected_other_items_is_reported_and_stopped(pytester: pytest.Pytester) -> None:
+    ids = [f"a.mcpeval.yaml::a{i}[m]" for i in range(4)]
+    sched, _ = scheduled(pytester, ids)
+    reports: list[pytest.CollectReport] = []
+
+    class Recorder:
+        def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+            reports.append(report)
+
+    sched.config.pluginmanager.register(Recorder())
+    late = Worker(Gateway("gw2"))
+    sched.add_node(late)
+    sched.add_node_collection(late, ids[:3])
+    sched.schedule()
+    assert late.shutting_down and not late.batches
+    assert [r.nodeid for r in reports] == ["gw2"] and "Different tests were collected" in str(reports[0].longrepr)
 
 
 def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
@@ -199,3 +259,44 @@ def test_a_chosen_dist_mode_is_kept_and_every_call_is_still_made_once(
     result.stdout.fnmatch_lines([f"*scheduling tests via {scheduler}*"])
     result.assert_outcomes(passed=16)
     assert len(model_server.requests) == 12  # load: each item its own call; loadfile: the file's calls ahead
+
+
+def test_the_controller_learns_a_local_worker_s_pid_through_execnet_s_public_remote_exec() -> None:
+    """Asked of a new gateway before xdist starts its worker in it (the controller passes signals on to that
+    pid); the gateway then runs xdist's own remote code as before."""
+    import os
+
+    execnet = pytest.importorskip("execnet")
+    from pytest_mcpeval.interrupts import ask_worker_pid, worker_pid
+
+    gateway = execnet.makegateway("execmodel=main_thread_only//popen")
+    try:
+        ask_worker_pid(gateway)
+        pid = worker_pid(gateway)
+        assert pid is not None and pid != os.getpid()
+        assert gateway.remote_exec("import os\nchannel.send(os.getppid())").receive(10) == os.getpid()
+        assert gateway.remote_exec("import os\nchannel.send(os.getpid())").receive(10) == pid
+    finally:
+        gateway.exit()
+
+
+NOTE_FACTS = """\
+def pytest_mcpeval_case_result(item, result):
+    # where the case ran (a worker under xdist): a fact said once for the run, not with the case
+    from pytest_mcpeval.run.facts import of
+
+    of(item.config).note_catalog("feedface", {"server": "noted once", "tools": {}, "tokens": 7})
+    of(item.config).note_model("other", {"temperature": 0.5})
+"""
+
+
+def test_facts_noted_once_for_the_run_reach_the_report_through_workeroutput(
+        project: pytest.Pytester, model_server: ScriptedModelServer, xdist_args: list[str]) -> None:
+    """Without xdist the session reads its own process's; a worker hands them over in ``workeroutput``."""
+    from conftest import read_report
+
+    (project.path / "conftest.py").write_text(NOTE_FACTS)
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json", *xdist_args)
+    result.assert_outcomes(passed=16)
+    report = read_report(project)
+    assert report["catalogs"]["feedface"] == {"server": "noted once", "tools": {}, "tokens": 7}

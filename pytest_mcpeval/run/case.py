@@ -67,6 +67,12 @@ class CaseRef:
         ]
 
 
+def item_name(case_id: str, model: ModelSpec | None) -> str:
+    """The name of a case's item for one model (``id[model]``), or the case's id where no model is set: made
+    here alone, for collection and for the xdist controller, which names the items it is sent (run/identities.py)."""
+    return f"{case_id}[{model.name}]" if model else case_id
+
+
 def needs_judge(case: Case) -> bool:
     """A claim without a ``check`` is decided by the judge model."""
     return any(claim.check is None for claim in case.claims)
@@ -126,15 +132,3 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
-
-
-def identity_from_nodeid(nodeid: str) -> CaseIdentity | None:
-    """``file``, ``id`` and ``model`` of a case item from its node id ``file::id[model]`` (the controller of
-    an xdist run knows only node ids); ``None`` for anything else (checks, other tests)."""
-    from pytest_mcpeval.settings import FILE_SUFFIXES
-
-    file, sep, name = nodeid.partition("::")
-    if not sep or not file.endswith(FILE_SUFFIXES) or not name.endswith("]") or "[" not in name:
-        return None
-    case_id, _, model = name[:-1].rpartition("[")
-    return {"file": file, "line": 0, "id": case_id, "model": model, "tags": []}

@@ -1,109 +1,177 @@
 """The xdist scheduler of ``-n`` without ``--dist``: each benchmark file's slices go whole to one worker.
 
-:func:`slice_scheduler` builds on xdist's ``LoadScopeScheduling``, from outside xdist, and so on state xdist
-does not publish: ``workqueue``, ``assigned_work``, ``collection``, ``numnodes``, ``nodes`` and the methods
-``_split_scope``, ``_assign_work_unit``, ``_reschedule``, ``_pending_of`` and ``remove_node``.
-``tests/test_xdist_contract.py`` checks that each of them exists and behaves as assumed here, against the
-installed xdist; it was run against the versions in :data:`CHECKED_XDIST`.  With an xdist outside that range
-:func:`make_scheduler` says so in one line and returns ``None``: xdist then schedules as ``--dist load`` does
-(every item on its own, each its own prefetch group), nothing crashes.
+xdist lets a plugin hand it a scheduler through its documented hook ``pytest_xdist_make_scheduler``: any
+object with the methods of xdist's published ``Scheduling`` protocol (``xdist.scheduler.protocol``).
+:class:`BenchmarkSliceScheduling` is one, written here from that protocol alone: it imports, subclasses and
+reads nothing of xdist's.  Of a worker it uses what the protocol's callers hand it, through
+xdist's ``WorkerController`` methods ``send_runtest_some`` and ``shutdown``, its ``shutting_down`` flag and
+its gateway's ``id`` (:class:`Worker`).
+
+Why not ``--dist loadgroup`` with an ``xdist_group`` mark per slice: pytest-xdist 3.8 groups by writing the
+group into each item's node id (``file::case[model]@group``) through pytest's private ``Item._nodeid``,
+which pytest 9.2 no longer reads, so nothing is grouped there (pytest-xdist issue #1386, checked on this
+machine); where it works it changes the id of every grouped test (``--lf``, JUnit XML, IDEs).  And its
+engine, ``LoadScopeScheduling``, sends the item a crashed worker was running again: an item that kills its
+worker kills every worker it is sent to until ``--max-worker-restart`` stops the run.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import pytest
 
 from pytest_mcpeval.run.prefetch import benchmark_slices
 
-CHECKED_XDIST = ((3, 5), (3, 9))  # [from, to): 3.5.0, 3.6.1, 3.7.0 and 3.8.0 pass tests/test_xdist_contract.py
+LOOKAHEAD = 2  # a worker runs an item once it holds the next one, or is told that none will come
 
 
-def xdist_version() -> tuple[int, ...]:
-    """The installed pytest-xdist's release numbers (``3.8.0`` -> ``(3, 8, 0)``; ``3.9.0rc1`` -> ``(3, 9, 0)``)."""
-    from importlib.metadata import version
-
-    from packaging.version import Version  # a dependency of pytest's
-
-    return Version(version("pytest-xdist")).release
+class Gateway(Protocol):
+    id: str
 
 
-def supported(found: tuple[int, ...]) -> bool:
-    low, high = CHECKED_XDIST
-    return low <= found[:2] < high
+class Worker(Protocol):
+    """What the scheduler uses of xdist's ``WorkerController`` (its public methods)."""
+
+    @property
+    def gateway(self) -> Gateway: ...
+
+    @property
+    def shutting_down(self) -> bool: ...
+
+    def send_runtest_some(self, indices: Sequence[int]) -> None: ...
+
+    def shutdown(self) -> None: ...
 
 
-def make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """The slice scheduler, or ``None`` (xdist's own ``--dist load``) with a one-line notice when the installed
-    xdist is not one :func:`slice_scheduler` was checked against."""
-    found = xdist_version()
-    if not supported(found):
-        shown = ".".join(map(str, found))
-        low, high = (".".join(map(str, v)) for v in CHECKED_XDIST)
-        notice = (f"pytest-mcpeval: pytest-xdist {shown} is not a version its scheduler was checked against "
-                  f"(>={low},<{high}); xdist's own --dist load schedules this run (calls are made ahead per item)")
-        terminal = config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:  # a line, not a warning: under -W error a warning would end the run
-            terminal.write_line(notice, yellow=True)
-        return None
-    return slice_scheduler(config, log)
+def workers_of(config: pytest.Config) -> int:
+    """How many workers ``--tx`` starts (``-n 2`` is ``--tx popen --tx popen``; ``--tx 3*popen`` is three)."""
+    specs: list[str] = config.getvalue("tx") or []
+    return sum(int(spec.split("*", 1)[0]) if "*" in spec else 1 for spec in specs)
 
 
-def slice_scheduler(config: pytest.Config, log: Any) -> Any:
-    """An xdist scheduler: each benchmark file is cut into one slice per worker, and a slice is one unit
-    of work, so its items run on one worker, which makes their calls ahead; every other test is a unit
-    of its own, spread as ``--dist load`` spreads it.
+class BenchmarkSliceScheduling:
+    """Each benchmark file is cut into one slice per worker (:func:`~pytest_mcpeval.run.prefetch.benchmark_slices`)
+    and a slice is one unit of work, so its items run on one worker, which makes their calls ahead; every
+    other test is a unit of its own, spread as ``--dist load`` spreads it.  Node ids are left as they are.
 
-    It is xdist's ``LoadScopeScheduling`` (the engine of ``--dist loadscope/loadfile/loadgroup``) with
-    two changes.  Scopes come from :func:`~pytest_mcpeval.run.prefetch.benchmark_slices`, not from node ids,
-    so no node id changes (``loadgroup`` appends ``@group`` to node ids, which pytest 9.2 ignores:
-    pytest-xdist issue #1386).  And the item a crashed worker was running is reported failed by xdist and
-    not sent again: the scope schedulers put it back in the queue, so an item that kills its worker kills
-    every worker it is sent to until ``--max-worker-restart`` stops the run, and the tests still queued never
-    run.  The rest of the crashed worker's units go to the other workers, as in every xdist mode.
+    A worker is given units, first one each in turn, then whenever it holds fewer than two items, and every
+    worker is told to stop once the queue is empty, so no worker ever holds one item with no word of what
+    comes next.  The item a crashed worker was running is reported failed by xdist and not sent again; the
+    rest of its units go back to the front of the queue, for the workers left and the replacement.
     """
-    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    class BenchmarkSliceScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        _slices: dict[str, str] | None = None
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        self.config = config
+        self.numnodes = workers_of(config)
+        self.collection: list[str] | None = None
+        self.queue: deque[list[int]] = deque()  # units of work: indices into the collection, in order
+        self.pending: dict[Worker, list[int]] = {}  # each worker's items sent and not reported done, in order
+        self.collections: dict[Worker, list[str]] = {}
 
-        def _split_scope(self, nodeid: str) -> str:
-            if self._slices is None:  # first called by schedule(), once the collection is known
-                self._slices = benchmark_slices(list(self.collection or ()), self.numnodes)
-            return self._slices.get(nodeid, nodeid)
+    # -- xdist's Scheduling protocol ---------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Worker]:
+        return list(self.pending)
 
-        def _assign_work_unit(self, node: Any) -> None:
-            super()._assign_work_unit(node)
-            if not self.workqueue:  # nothing left to hand out: said to every node (see _reschedule)
-                for other in self.nodes:
-                    if not other.shutting_down:
-                        other.shutdown()
+    @property
+    def collection_is_completed(self) -> bool:
+        return len(self.collections) >= self.numnodes
 
-        def _reschedule(self, node: Any) -> None:
-            # A worker runs an item only once it knows the next one or that none will come, and the scope
-            # schedulers hand out work, or say "none", to a node only when it finishes an item: a node holding
-            # one item (a crashed worker's rest, given to its replacement) waits for good.  So a node that gets
-            # work is given units until it holds two items or the queue is empty, and an empty queue is said
-            # to every node (another may have taken the last unit, or been told to stop before a crash put
-            # units back).  Not in the first distribution (schedule() gives each node one unit first).
-            super()._reschedule(node)
-            if node.shutting_down or node not in self.assigned_work:
-                return
-            while self.workqueue and self._pending_of(self.assigned_work[node]) < 2:
-                self._assign_work_unit(node)
+    @property
+    def tests_finished(self) -> bool:
+        # an item left alone on a worker runs once the worker is told to stop (as in xdist's own schedulers)
+        return (self.collection_is_completed and not self.queue
+                and all(len(items) < LOOKAHEAD for items in self.pending.values()))
 
-        def remove_node(self, node: Any) -> str | None:
-            workload: dict[str, dict[str, bool]] = self.assigned_work.get(node, {})
-            crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done),
-                           None)
-            if crashed is not None:  # a worker runs its units in order: the first not done is the one it ran
-                workload[self._split_scope(crashed)][crashed] = True
-                for scope in [scope for scope, unit in workload.items() if all(unit.values())]:
-                    # put back, a unit with nothing left to run is sent as an empty batch; a worker with one
-                    # item left runs it only once it knows the next one, so it would wait for good
-                    del workload[scope]
-            super().remove_node(node)  # puts the node's unfinished units back in the queue
-            return crashed
+    @property
+    def has_pending(self) -> bool:
+        return bool(self.queue) or any(self.pending.values())
 
-    return BenchmarkSliceScheduling(config, log)
+    def add_node(self, node: Worker) -> None:
+        self.pending[node] = []
+
+    def add_node_collection(self, node: Worker, collection: Sequence[str]) -> None:
+        if self.collection is not None and list(collection) != self.collection:  # a late worker, collected apart
+            self._collections_differ(node, collection)
+            node.shutdown()
+            return
+        self.collections[node] = list(collection)
+
+    def mark_test_complete(self, node: Worker, item_index: int, duration: float = 0) -> None:
+        self.pending[node].remove(item_index)
+        self._refill(node)
+
+    def mark_test_pending(self, item: str) -> None:
+        """Sent again (``pytest_handlecrashitem`` of a plugin that reruns a crashed item), first in the queue."""
+        assert self.collection is not None
+        self.queue.appendleft([self.collection.index(item)])
+        self._refill_all()
+
+    def remove_pending_tests_from_node(self, node: Worker, indices: Sequence[int]) -> None:
+        raise NotImplementedError  # answers xdist's "steal" command, which only --dist worksteal sends
+
+    def remove_node(self, node: Worker) -> str | None:
+        """A worker that finished, or died: the item it was running (``None`` if none), not sent again."""
+        items = self.pending.pop(node)  # its collection stays: the run's collection is complete all the same
+        if not items:
+            return None
+        assert self.collection is not None
+        crashed, rest = items[0], items[1:]  # a worker runs its items in order: the first not done is the one
+        if rest:
+            self.queue.appendleft(rest)
+        self._refill_all()
+        return self.collection[crashed]
+
+    def schedule(self) -> None:
+        if self.collection is not None:  # a replacement worker joined
+            self._refill_all()
+            return
+        first, *others = self.collections.items()
+        differ = [self._collections_differ(node, collection) for node, collection in others
+                  if collection != first[1]]
+        if differ:
+            return  # xdist then ends the run, with the differences reported
+        self.collection = first[1]
+        units: dict[str, list[int]] = {}
+        slices = benchmark_slices(self.collection, self.numnodes)
+        for index, nodeid in enumerate(self.collection):
+            units.setdefault(slices.get(nodeid, nodeid), []).append(index)
+        self.queue.extend(units.values())
+        for node in self.nodes:  # one unit each first, then as many as each needs
+            if self.queue and node in self.collections:
+                self._send(node)
+        self._refill_all()
+
+    # -- ours ------------------------------------------------------------------------------------------
+    def _send(self, node: Worker) -> None:
+        unit = self.queue.popleft()
+        self.pending[node] += unit
+        node.send_runtest_some(unit)
+
+    def _refill(self, node: Worker) -> None:
+        if not node.shutting_down and node in self.collections:
+            while self.queue and len(self.pending[node]) < LOOKAHEAD:
+                self._send(node)
+        if not self.queue:  # said to every worker: another may hold one item, waiting for a next one
+            for other in self.nodes:
+                if not other.shutting_down:
+                    other.shutdown()
+
+    def _refill_all(self) -> None:
+        for node in self.nodes:
+            self._refill(node)
+
+    def _collections_differ(self, node: Worker, collection: Sequence[str]) -> bool:
+        """Reported as xdist's own schedulers report it: a failed collection naming the difference."""
+        from difflib import unified_diff
+
+        first_node, first = next(iter(self.collections.items()))
+        diff = unified_diff(first, list(collection), fromfile=first_node.gateway.id, tofile=node.gateway.id)
+        message = (f"Different tests were collected between {first_node.gateway.id} and {node.gateway.id}. "
+                   "The difference is:\n" + "\n".join(line.rstrip() for line in diff))
+        self.config.hook.pytest_collectreport(
+            report=pytest.CollectReport(node.gateway.id, "failed", longrepr=message, result=[]))
+        return True
