@@ -106,9 +106,6 @@ class EvalSession:
             self.listings.append(listing)
         lint = getattr(report, "mcpeval_lint", None)
         if report.when == "call" and isinstance(lint, dict):
-            info = lint.pop("catalog_info", None)
-            if info is not None:  # a lint-only run still knows its catalogs (tokens, hashes)
-                self.catalogs[lint["catalog"]] = info
             self.lint.append(cast("LintResult", lint))
         snapshot = getattr(report, "mcpeval_snapshot", None)
         if report.when == "call" and isinstance(snapshot, dict):
@@ -125,14 +122,7 @@ class EvalSession:
                                      if report.longreprtext.strip() else f"{report.when} failed")
         if isinstance(results, list) and report.nodeid not in self.reported:  # a failed setup carries them too
             self.reported.add(report.nodeid)
-            for result in results:
-                info = result.pop("catalog_info", None)
-                if info is not None:
-                    self.catalogs[result["catalog"]] = info
-                model_info = result.pop("model_info", None)
-                if model_info is not None:
-                    self.params_sent[result["model"]] = model_info["params_sent"]
-                self.results.append(cast("CaseResult", result))
+            self.results.extend(cast("list[CaseResult]", results))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -420,7 +420,7 @@ def test_claims_checked_and_judged_in_the_files_order(pytester: pytest.Pytester,
 # -- replay and xdist ----------------------------------------------------------------------------------------
 
 def comparable(cases: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    drop = {"usage", "latency_s", "judge_usage", "model_info", "catalog_info"}
+    drop = {"usage", "latency_s", "judge_usage"}
     return {key: {k: v for k, v in case.items() if k not in drop} for key, case in cases.items()}
 
 

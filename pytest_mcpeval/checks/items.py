@@ -69,9 +69,11 @@ def lint(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: ob
         "problems": [{"line": p.line, "case": p.case, "field": p.field, "kind": p.kind, "message": str(p)}
                      for p in problems],
         "confusable": [[a, b, sim] for a, b, sim in pairs],
-        "catalog_info": catalog_info(catalog, mcpeval_runtime.server_label(ref, mcp_server),
-                                     mcpeval_runtime.pool.startup_s(mcpeval_runtime.server_catalog(ref, mcp_server))),
     }
+    if catalog.digest not in mcpeval_runtime.facts.catalogs:  # a lint-only run still knows its catalogs
+        mcpeval_runtime.facts.note_catalog(catalog.digest, catalog_info(
+            catalog, mcpeval_runtime.server_label(ref, mcp_server),
+            mcpeval_runtime.pool.startup_s(mcpeval_runtime.server_catalog(ref, mcp_server))))
     failing: list[Any] = []
     for p in problems:  # `unchecked`: the server's schema is at fault, not the file: a warning, not a failure
         if p.fails:

@@ -9,7 +9,7 @@ its headline intervals (:mod:`pytest_mcpeval.scoring.intervals`); the comparison
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from pytest_mcpeval import __version__
 from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DROP_CORRECTIONS
@@ -35,8 +35,6 @@ from pytest_mcpeval.scoring.metrics import model_metrics
 from pytest_mcpeval.scoring.repeats import judge_usage_metrics, repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
 
-_TRANSPORT = ("catalog_info", "model_info")  # once-per-process data riding on a result, not part of the case
-
 
 def _case_order(case: CaseResult) -> tuple[Any, ...]:
     data: Mapping[str, Any] = case  # tolerant: results made by hand (tests, users' tools) may omit fields
@@ -59,11 +57,7 @@ def build_report(
     significance of the headline intervals (``1 - level`` confidence: the comparison's, when there is one);
     ``drop_level``, ``correction`` and ``drop_metrics`` are the drop gate's, whose power each model states
     (:func:`pytest_mcpeval.gate.power.model_power`), with a baseline or without."""
-    cases = sorted(  # copied only to drop what rode on them (the session took it off already)
-        (cast(CaseResult, {k: v for k, v in r.items() if k not in _TRANSPORT})
-         if "catalog_info" in r or "model_info" in r else r for r in results),
-        key=_case_order,
-    )
+    cases = sorted(results, key=_case_order)
     by_model: dict[str, list[CaseResult]] = {}
     drafts: dict[str, list[DraftOutcome]] = {}
     draft_cases: dict[str, list[CaseResult]] = {}  # their calls were made and paid for: in the model's usage

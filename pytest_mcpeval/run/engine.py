@@ -18,6 +18,7 @@ from pytest_mcpeval.models import tokens
 from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, relative_to_root
 from pytest_mcpeval.run.dispatch import Dispatcher, Unit
 from pytest_mcpeval.run.exposure import Exposure, expose
+from pytest_mcpeval.run.facts import ProcessFacts
 from pytest_mcpeval.servers import ServerPool
 
 if TYPE_CHECKING:
@@ -42,8 +43,7 @@ class Engine:
         self.pool = ServerPool(log_dir, connect_timeout, self.core)
         tokens.use_store(dispatcher.cache)  # token counts kept with the responses: a replay loads no tokenizer
         self.repeats = repeats
-        self._reported_catalogs: set[str] = set()
-        self._reported_models: set[str] = set()
+        self.facts = ProcessFacts()  # said once for the run, not with a case (run/facts.py): the run's own, in a run
         self._shown_paths: dict[Path, str] = {}
         self._units: dict[tuple[int, str, int], Unit] = {}
         self._exposures: dict[tuple[int, str], Exposure] = {}

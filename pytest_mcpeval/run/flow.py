@@ -136,12 +136,12 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     result["claims"] = claims
     if judge_usage:
         result["judge_usage"] = judge_usage
-    if ref.model.name not in runtime._reported_models:  # once per process, as single-call cases do
+    if ref.model.name not in runtime.facts.params_sent:  # once per process, for the run (run/facts.py)
         from pytest_mcpeval.models import params_sent
 
-        runtime._reported_models.add(ref.model.name)  # a replay has them from the cache entry: no litellm import
+        # a replay has them from the cache entry: no litellm import
         known = next((r.params_sent for r in replies if r.params_sent is not None), None)
-        result["model_info"] = {"params_sent": known if known is not None else params_sent(ref.model)}
+        runtime.facts.note_model(ref.model.name, known if known is not None else params_sent(ref.model))
     result["trajectory"] = _capped(trajectory)
     result["final_answer"] = _cap(final)
     if final is not None and len(final) > CONTENT_CAP:

@@ -23,7 +23,7 @@ from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
-from pytest_mcpeval.run import flow, single
+from pytest_mcpeval.run import facts, flow, single
 from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result, missing_tools
 from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
@@ -123,10 +123,9 @@ class Runtime(Engine):
         if exposure.seed is not None:
             result["distractors"] = list(exposure.distractors)
             result["distractor_seed"] = exposure.seed
-        if catalog.digest not in self._reported_catalogs:  # once per process: the controller merges them
-            self._reported_catalogs.add(catalog.digest)
+        if catalog.digest not in self.facts.catalogs:  # once per process, for the run (run/facts.py)
             startup = self.pool.startup_s(self.server_catalog(ref, override))
-            result["catalog_info"] = catalog_info(catalog, self.server_label(ref, override), startup)
+            self.facts.note_catalog(catalog.digest, catalog_info(catalog, self.server_label(ref, override), startup))
         problems = missing_tools(expects, catalog)
         if problems:
             index = ref.bench.spec.cases.index(ref.case)
@@ -157,6 +156,7 @@ def open_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     dispatcher = Dispatcher(dispatch, cache, budget=budget, stopping=config.stash[INTERRUPTS_KEY].stopping)
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
+    runtime.facts = facts.of(config)
     yield runtime
     runtime.close()
     if cache is not None:

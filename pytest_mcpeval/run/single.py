@@ -100,12 +100,12 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
         result["hallucinated_tools"] = invented
     if reply.ranking is not None:
         result["retrieval"] = retrieval_ranks(expects, reply.ranking, reply.top_k)
-    if ref.model.name not in runtime._reported_models:  # once per process, like catalog_info
+    if ref.model.name not in runtime.facts.params_sent:  # once per process, for the run (run/facts.py)
         from pytest_mcpeval.models import params_sent
 
-        runtime._reported_models.add(ref.model.name)  # a replay has them from the cache entry: no litellm import
-        result["model_info"] = {"params_sent": reply.params_sent if reply.params_sent is not None
-                                else params_sent(ref.model)}
+        # a replay has them from the cache entry: no litellm import
+        runtime.facts.note_model(ref.model.name, reply.params_sent if reply.params_sent is not None
+                                 else params_sent(ref.model))
     content = reply.content
     length = reply.content_truncated or (len(content) if content is not None else 0)
     if content is not None and length > CONTENT_CAP:
