@@ -102,7 +102,7 @@ class ServerPool:
         self._catalogs: dict[str, Catalog | ServerError] = {}
         self._live: dict[str, _Live] = {}
         self._own_core = core is None  # a pool outside a run (pre-flight, draft) has a loop of its own
-        self._core = core if core is not None else Core()
+        self.core = core if core is not None else Core()  # the loop its sessions live on: call_tool is awaited there
         self._spec_keys: dict[tuple[int, Path], str] = {}
         self._sessions: dict[int, str] = {}  # id(catalog) -> key of the live session that listed it
         self._startup: dict[int, float] = {}  # id(catalog) -> seconds from starting the connection to its tool list
@@ -178,11 +178,11 @@ class ServerPool:
         """Stop every connection (all at once, within ``STOP_GRACE`` in all); never raises."""
         lives = list(self._live.values())
         self._live.clear()
-        if self._core.started:
+        if self.core.started:
             deadline = time.monotonic() + STOP_GRACE
             for live in lives:
                 try:  # bounded: a loop held up by a blocking tool must not hold up the end of the run
-                    self._core.start(_set, live.stop).result(timeout=max(0.0, deadline - time.monotonic()))
+                    self.core.start(_set, live.stop).result(timeout=max(0.0, deadline - time.monotonic()))
                 except Exception as exc:  # the loop is gone or stuck: nothing left to stop
                     write_log(live.log, f"closing the server ({live.label}) failed", exc)
             for live in lives:
@@ -195,7 +195,7 @@ class ServerPool:
                 except Exception as exc:  # closing a broken server must not mask the session's result: logged
                     write_log(live.log, f"closing the server ({live.label}) failed", exc)
         if self._own_core:
-            self._core.close()
+            self.core.close()
 
     # -- internals ------------------------------------------------------------------------------
     def _cached(self, key: str, opener: Any) -> Catalog:
@@ -234,8 +234,8 @@ class ServerPool:
     def _connect(self, key: str, target: Target, label: str, log: Path) -> Catalog:
         log.parent.mkdir(parents=True, exist_ok=True)
         opened: concurrent.futures.Future[tuple[Any, list[Any], float]] = concurrent.futures.Future()
-        stop = self._core.call(_make_event)
-        done = self._core.start(_hold, target, label, log, self.timeout, opened, stop)
+        stop = self.core.call(_make_event)
+        done = self.core.start(_hold, target, label, log, self.timeout, opened, stop)
         try:  # _hold gives up at self.timeout and stops the server first: the grace is only a safety net
             client, tools, startup = opened.result(timeout=self.timeout + STOP_GRACE)
         except concurrent.futures.TimeoutError:

@@ -189,8 +189,8 @@ def test_start_up_is_timed_once_per_process(tmp_path: Path, monkeypatch: pytest.
         startup = pool.startup_s(catalog)
         assert startup is not None and 0 < startup <= elapsed
         assert pool.catalog_for_spec(spec, SERVERS, SERVERS) is catalog and pool.startup_s(catalog) == startup
-        answer = pool.call_tool(catalog, "convert_time", {"source_timezone": "UTC", "time": "06:00",
-                                                          "target_timezone": "Asia/Tokyo"}, 10)
+        answer = pool.core.call(pool.call_tool, catalog, "convert_time", {
+            "source_timezone": "UTC", "time": "06:00", "target_timezone": "Asia/Tokyo"}, 10)
         assert json.loads(answer.text)["target"]["datetime"].endswith("T15:00:00+09:00")
         (tmp_path / "tools.json").write_text(json.dumps([{"name": "t", "inputSchema": {"type": "object"}}]))
         static = pool.catalog_for_spec(ServerSpec.model_validate({"tools_file": "tools.json"}), tmp_path, tmp_path)
