@@ -80,19 +80,11 @@ class BenchmarkFileNode(pytest.File):
         self._check_static_tools(bench)
         models: list[ModelSpec | None] = list(settings.model_specs(bench.spec.models)) or [None]
         items: list[pytest.Item] = []
-        # every case item of the file runs run_case under this node: its fixtures are resolved once and shared, as
-        # pytest shares them among the items of a parametrized test (per item, 0.1 ms: a tenth of a replay's time).
-        # `fixtureinfo=` is a documented parameter of pytest.Function, but the resolved value can only be read
-        # back from the private `Function._fixtureinfo` (pytest has no public accessor for it, nor a public way to
-        # resolve fixtures once for many items outside its own parametrization): read with getattr, so a pytest
-        # that renames it only costs the 0.1 ms per item (None: pytest resolves the item's fixtures itself)
-        fixtureinfo: Any = None
         for case in bench.spec.cases:
             register_tags(self.config, (*bench.spec.tags, *case.tags))
             for model in models:
                 name = item_name(case.id, model)
-                item = CaseItem.from_parent(self, name=name, callobj=run_case, fixtureinfo=fixtureinfo)
-                fixtureinfo = getattr(item, "_fixtureinfo", None)
+                item = CaseItem.from_parent(self, name=name, callobj=run_case)
                 item.stash[CASE_KEY] = CaseRef(bench, case, model)
                 for tag in (*bench.spec.tags, *case.tags):
                     item.add_marker(tag)
