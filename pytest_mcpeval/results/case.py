@@ -82,6 +82,18 @@ class CaseRetrieval(TypedDict):
     expected: dict[str, RankInfo]
 
 
+class CaseSearch(TypedDict):
+    """A case run under tool search (docs/tool-search.md): the model's searches and what they surfaced."""
+
+    method: str
+    top_k: int
+    queries: list[str]  # each search's query (or pattern), in order
+    surfaced: list[str]  # every tool a search answered with, best rank first (then first surfaced)
+    found: dict[str, int | None]  # per expected tool not always loaded: its best rank in a search (1 = first), or None
+    always_loaded: NotRequired[list[str]]
+    errors: NotRequired[list[str]]  # searches answered with an error (a bad regex, the search bound)
+
+
 class ToolAnswerView(TypedDict):
     """How a tool call of a flow was answered: by a ``mock`` of the file, the ``live`` server, or an error
     result: ``unmatched`` when no mock matches and the case does not execute live (a gap of the benchmark
@@ -173,6 +185,7 @@ class CaseResult(Score):
     latency_s: NotRequired[float]
     load_s: NotRequired[float]  # one-off setup this case paid, not in latency_s (the local model's load)
     retrieval: NotRequired[CaseRetrieval]
+    search: NotRequired[CaseSearch]  # under tool search (docs/tool-search.md)
     # flows only (a case with order, mocks, execute: live, claims, forbid or max_turns; docs/flows.md)
     flow: NotRequired[bool]
     order: NotRequired[Literal["strict", "in_order", "unordered", "subset", "superset"]]

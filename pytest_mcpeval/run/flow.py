@@ -146,7 +146,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     result["final_answer"] = _cap(final)
     if final is not None and len(final) > CONTENT_CAP:
         result["content_truncated"] = len(final)
-    result["usage"], result["latency_s"] = _usage(replies, judge_usage)
+    result["usage"], result["latency_s"] = summed_usage(replies, judge_usage)
     return cast(CaseResult, utf8_safe(result))
 
 
@@ -188,7 +188,7 @@ async def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int
         trajectory.append(_turn({"calls": calls, "content": reply.content}, reply))
         if turn + 1 == max_turns:
             break
-        conversation.append(_assistant_message(reply, calls))
+        conversation.append(assistant_message(reply, calls))
         conversation.extend(tool_message(call["id"], call["answer"]["text"], call["answer"]["is_error"],
                                          ref.model.target) for call in calls)
         unit = Unit.make(ref.model, copy.deepcopy(conversation), catalog, repeat,
@@ -205,7 +205,7 @@ def _turn(turn: TrajectoryTurn, reply: ModelReply) -> TrajectoryTurn:
     return turn
 
 
-def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
+def assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
     """The model's turn as the next request sends it back: its text and its calls as it made them, with what the
     provider needs back unchanged (litellm's names: the reply's signed ``thinking_blocks``, which Anthropic
     requires at the start of a tool-use turn when thinking is on, and a call's ``provider_specific_fields``,
@@ -301,7 +301,7 @@ async def _claims(runtime: Engine, ref: CaseRef, final: str | None, repeat: int,
 # -- the result -----------------------------------------------------------------------------------------
 
 
-def _usage(replies: list[ModelReply], judge_usage: dict[str, CaseUsage]) -> tuple[CaseUsage, float]:
+def summed_usage(replies: list[ModelReply], judge_usage: dict[str, CaseUsage]) -> tuple[CaseUsage, float]:
     fresh = [r for r in replies if not r.cached]
     costs = [r.cost_usd for r in fresh]
     usage: CaseUsage = {

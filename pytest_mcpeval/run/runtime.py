@@ -23,7 +23,7 @@ from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
-from pytest_mcpeval.run import flow, single
+from pytest_mcpeval.run import flow, search, single
 from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result, missing_tools
 from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
@@ -60,8 +60,10 @@ class Runtime(Engine):
                 continue  # the item itself reports the error
             if ref.model is None or missing_tools(ref.expectations(), catalog):
                 continue
+            # a flow answered by mocks, or a case's searches (answered here): a conversation started ahead
+            conversation = self.search_config(ref) is not None or (ref.case.is_flow and ref.case.execute != "live")
             for repeat in range(self.repeats):
-                if ref.case.is_flow and ref.case.execute != "live" and not ref.model.target.startswith(LOCAL_PREFIX):
+                if conversation and not ref.model.target.startswith(LOCAL_PREFIX):
                     self._flows[(id(ref), repeat)] = self._start_flow(ref, override, repeat)
                 else:
                     self.dispatcher.submit(self.unit(ref, catalog, repeat))
@@ -69,7 +71,7 @@ class Runtime(Engine):
     def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> CaseResult:
         """The result of one repeat of a case; infrastructure problems are returned with ``error`` set."""
         started = self._flows.pop((id(ref), repeat), None)
-        if started is None and ref.case.is_flow:
+        if started is None and (ref.case.is_flow or self.search_config(ref) is not None):
             started = self._start_flow(ref, override, repeat)
         if started is not None:
             try:
@@ -83,14 +85,24 @@ class Runtime(Engine):
         result, catalog = prepared
         return single.evaluate(self, ref, catalog, repeat, result)
 
+    def search_config(self, ref: CaseRef) -> search.SearchConfig | None:
+        """The tool search a single-call case runs under (``None``: the whole catalog; flows: not yet searched)."""
+        if ref.case.is_flow:
+            return None
+        return search.resolve(self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search)
+
     def _start_flow(self, ref: CaseRef, override: Any, repeat: int) -> concurrent.futures.Future[CaseResult]:
-        """The flow as a task of the loop (its tools and checks prepared here, on the main thread)."""
+        """The flow, or the searches of a case under tool search, as a task of the loop (its tools and checks
+        prepared here, on the main thread)."""
         prepared = self._prepare(ref, override, repeat)
         if not isinstance(prepared, tuple):
             done: concurrent.futures.Future[CaseResult] = concurrent.futures.Future()
             done.set_result(prepared)
             return done
         result, catalog = prepared
+        config = self.search_config(ref)
+        if config is not None:
+            return self.core.start(search.evaluate, self, ref, catalog, repeat, result, config)
         return self.core.start(flow.evaluate, self, ref, catalog, repeat, result)
 
     def _identity(self, ref: CaseRef, repeat: int) -> dict[str, Any]:

@@ -1,0 +1,167 @@
+"""Tool search (docs/tool-search.md): the ranking, and cases run under it from the command line with scripted models
+that search, then call."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from conftest import make_project, read_report, run
+
+from pytest_mcpeval.testing import ScriptedModelServer
+from pytest_mcpeval.tool_search import SEARCH_TOOL, SearchError, bm25_scores, rank, tokenize, tool_text
+
+TOOLS: list[dict[str, Any]] = [
+    {"name": "list_issues", "description": "List issues in a repository.",
+     "inputSchema": {"type": "object", "properties": {"repo": {"type": "string", "description": "Repository name"}}}},
+    {"name": "get_me", "description": "Details of the authenticated user.", "inputSchema": {"type": "object"}},
+    {"name": "create_branch", "description": "Create a new branch in a repository.",
+     "inputSchema": {"type": "object", "properties": {"branch": {"type": "string"}}}},
+    {"name": "zap_widget", "description": "Frobnicate the thing.", "inputSchema": {"type": "object"}},
+]
+
+
+def test_bm25_worked_by_hand() -> None:
+    """Two documents, "a b" and "a"; the query "b" occurs in one (df 1 of N 2): idf = ln(1 + (2-1+0.5)/(1+0.5))
+    = ln 2.  Document 0 has length 2, the average is 1.5: tf-part = 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2/1.5))."""
+    scores = bm25_scores("b", ["a b", "a"])
+    expected = math.log(2) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / 1.5))
+    assert scores[0] == pytest.approx(expected) and scores[1] == 0.0
+    # "a" is in both documents: idf = ln(1 + 0.5/2.5) > 0, and the shorter document scores higher
+    both = bm25_scores("a", ["a b", "a"])
+    assert 0 < both[0] < both[1]
+
+
+def test_what_a_search_reads_and_ranks() -> None:
+    assert tokenize("listIssues of my_repo-X") == ["list", "issues", "of", "my", "repo", "x"]
+    assert tool_text(TOOLS[0]) == "list_issues\nList issues in a repository.\nrepo\nRepository name"
+    assert rank("bm25", "issues in my repository", TOOLS)[:2] == ["list_issues", "create_branch"]
+    assert rank("bm25", "weather", TOOLS) == []
+    assert rank("regex", "(?i)^get_|branch", TOOLS) == ["get_me", "create_branch"]
+    with pytest.raises(SearchError, match="invalid regular expression: missing \\), unterminated subpattern"):
+        rank("regex", "(issue", TOOLS)
+
+
+BENCH = """
+server: {tools_file: tools.json}
+tool_search: {method: bm25, top_k: 2}
+cases:
+  - id: found_chosen
+    input: found chosen
+    expect: [{tool: list_issues}]
+  - id: not_found
+    input: not found
+    expect: [{tool: zap_widget}]
+  - id: found_not_chosen
+    input: found not chosen
+    expect: [{tool: list_issues}]
+  - id: no_search
+    input: no search
+    expect: [{tool: list_issues}]
+  - id: again
+    input: again
+    expect: [{tool: create_branch}]
+  - id: full_catalog
+    input: full catalog
+    tool_search: off
+    expect: [{tool: get_me}]
+"""
+
+
+def search(query: str) -> list[dict[str, Any]]:
+    return [{"name": SEARCH_TOOL, "arguments": {"query": query}}]
+
+
+def test_search_then_call_scored_and_diagnosed(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": BENCH}, tools=TOOLS)
+    model_server.flow("found chosen", search("issues repository"), [{"name": "list_issues", "arguments": {}}])
+    model_server.flow("not found", search("gizmo"), search("gadget"), "I found nothing useful.")
+    model_server.flow("found not chosen", search("list issues"), [{"name": "get_me", "arguments": {}}])
+    model_server.flow("no search", "I can answer without tools.")
+    model_server.flow("again", search("weather"), search("new branch"), [{"name": "create_branch", "arguments": {}}])
+    model_server.call("full catalog", "get_me")
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    cases = {c["id"]: c for c in read_report(pytester)["cases"]}
+    first = cases["found_chosen"]
+    assert first["passed"] is True and first["diagnosis"] is None and first["turns"] == 2
+    assert first["search"] == {"method": "bm25", "top_k": 2, "queries": ["issues repository"],
+                               "surfaced": ["list_issues", "create_branch"], "found": {"list_issues": 1}}
+    assert cases["not_found"]["diagnosis"] == "not_found"
+    assert cases["not_found"]["search"]["found"] == {"zap_widget": None}
+    assert cases["not_found"]["search"]["queries"] == ["gizmo", "gadget"]
+    assert cases["found_not_chosen"]["diagnosis"] == "found_not_chosen"
+    assert cases["found_not_chosen"]["called_label"] == "get_me"
+    assert cases["no_search"]["diagnosis"] == "no_search" and cases["no_search"]["turns"] == 1
+    again = cases["again"]
+    assert again["passed"] is True and again["search"]["queries"] == ["weather", "new branch"]
+    assert again["search"]["found"] == {"create_branch": 1} and again["turns"] == 3
+    assert "search" not in cases["full_catalog"] and cases["full_catalog"]["passed"] is True
+    # what the model was shown: the search tool alone, then the tools a search loaded
+    shown = {(r["messages"][0]["content"], len([m for m in r["messages"] if m["role"] == "assistant"])):
+             [t["function"]["name"] for t in r["tools"]] for r in model_server.requests}
+    assert shown[("found chosen", 0)] == [SEARCH_TOOL]
+    assert shown[("found chosen", 1)] == [SEARCH_TOOL, "list_issues", "create_branch"]
+    assert shown[("full catalog", 0)] == [t["name"] for t in TOOLS]
+    answer = next(m for r in model_server.requests for m in r["messages"]
+                  if m["role"] == "tool" and r["messages"][0]["content"] == "found chosen")
+    assert answer["content"] == ("Tools found (now available to call):\n- list_issues: List issues in a repository.\n"
+                                 "- create_branch: Create a new branch in a repository.")
+    metrics = read_report(pytester)["models"]["fake"]["search"]
+    assert metrics == {"cases": 5, "recall": 0.6, "searches_per_case": 1.2, "tools": {
+        "create_branch": {"cases": 1, "found": 1, "recall": 1.0, "mean_rank": 1.0},
+        "list_issues": {"cases": 3, "found": 2, "recall": 0.6667, "mean_rank": 1.0},  # not by `no_search`
+        "zap_widget": {"cases": 1, "found": 0, "recall": 0.0, "mean_rank": None}}}
+
+
+def test_a_bad_regex_is_an_error_result_the_model_sees(pytester: pytest.Pytester,
+                                                        model_server: ScriptedModelServer) -> None:
+    bench = ("server: {tools_file: tools.json}\ncases:\n  - id: bad\n    input: bad pattern\n"
+             "    expect: [{tool: get_me}]\n")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
+    model_server.flow("bad pattern", search("(get"), search("get_me"), [{"name": "get_me", "arguments": {}}])
+    result = run(pytester, "--mcp-models=fake", "--mcp-tool-search=regex:3", "--mcp-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    case = read_report(pytester)["cases"][0]
+    assert case["passed"] is True
+    assert case["search"]["queries"] == ["(get", "get_me"] and case["search"]["top_k"] == 3
+    assert case["search"]["errors"] == ["invalid regular expression: missing ), unterminated subpattern at position 0"]
+    sent = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert sent[0]["content"] == ("search failed: invalid regular expression: missing ), unterminated subpattern at "
+                                  "position 0")
+
+
+def test_the_search_bound(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = ("server: {tools_file: tools.json}\ncases:\n  - id: many\n    input: many\n"
+             "    tool_search: {method: bm25, max_searches: 2}\n    expect: [{tool: get_me}]\n")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
+    model_server.flow("many", search("user"))  # searches forever
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    case = read_report(pytester)["cases"][0]
+    assert case["turns"] == 3 and case["search"]["queries"] == ["user", "user"]
+    assert [[t["function"]["name"] for t in r["tools"]] for r in model_server.requests][-1] == ["get_me"]
+    assert case["called_label"] == SEARCH_TOOL and case["hallucinated_tools"] == [SEARCH_TOOL]
+    assert case["diagnosis"] == "found_not_chosen"
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("fuzzy", "'fuzzy' is not METHOD[:K] with METHOD one of bm25, regex, embedding"),
+    ("bm25:0", "'bm25:0': K must be a whole number >= 1 (the tools a search answers with)"),
+])
+def test_a_bad_option_is_one_line(pytester: pytest.Pytester, value: str, message: str) -> None:
+    result = run(pytester, f"--mcp-tool-search={value}")
+    assert result.ret == 4
+    assert f"error: argument --mcp-tool-search: {message}\n" in result.stderr.str()
+
+
+def test_an_unknown_key_is_one_line(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = ("server: {tools_file: tools.json}\ntool_search: {method: bm25, topk: 2}\ncases:\n  - id: c\n"
+             "    input: x\n    expect: []\n")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
+    result = run(pytester, "--mcp-models=fake")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*bench.mcpeval.yaml:2*topk*top_k*"])
+    assert json.dumps  # the module's imports stay used
