@@ -82,8 +82,17 @@ def test_search_then_call_scored_and_diagnosed(pytester: pytest.Pytester, model_
     model_server.flow("no search", "I can answer without tools.")
     model_server.flow("again", search("weather"), search("new branch"), [{"name": "create_branch", "arguments": {}}])
     model_server.call("full catalog", "get_me")
-    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json", "--mcp-markdown=report.md",
+                 "--mcp-html=report.html")
     assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["  tool search (5 cases): findability 60.0%, 1.2 searches and * tokens per case",
+                                 "  hard to find: zap_widget * found 0/1 (0.0%), mean rank *, selection recall 0.000",
+                                 "  hard to find: list_issues * found 2/3 (66.7%), mean rank 1.000, selection "
+                                 "recall 0.333"])
+    markdown = (pytester.path / "report.md").read_text()
+    assert "| `zap_widget` | 1 | 0 | 0.0% | — | 0.000 |" in markdown
+    assert markdown.index("`zap_widget` | 1 | 0") < markdown.index("`create_branch` | 1 | 1")  # unfindable first
+    assert "<h3>Tool search</h3>" in (pytester.path / "report.html").read_text()
     cases = {c["id"]: c for c in read_report(pytester)["cases"]}
     first = cases["found_chosen"]
     assert first["passed"] is True and first["diagnosis"] is None and first["turns"] == 2
@@ -110,7 +119,10 @@ def test_search_then_call_scored_and_diagnosed(pytester: pytest.Pytester, model_
     assert answer["content"] == ("Tools found (now available to call):\n- list_issues: List issues in a repository.\n"
                                  "- create_branch: Create a new branch in a repository.")
     metrics = read_report(pytester)["models"]["fake"]["search"]
-    assert metrics == {"cases": 5, "recall": 0.6, "searches_per_case": 1.2, "tools": {
+    assert list(metrics["tools"]) == ["zap_widget", "list_issues", "create_branch"]  # the unfindable first
+    assert metrics["tokens_per_case"] > 0
+    assert metrics == {"cases": 5, "recall": 0.6, "searches_per_case": 1.2, "tokens_per_case": metrics[
+        "tokens_per_case"], "tools": {
         "create_branch": {"cases": 1, "found": 1, "recall": 1.0, "mean_rank": 1.0},
         "list_issues": {"cases": 3, "found": 2, "recall": 0.6667, "mean_rank": 1.0},  # not by `no_search`
         "zap_widget": {"cases": 1, "found": 0, "recall": 0.0, "mean_rank": None}}}

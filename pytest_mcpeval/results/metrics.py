@@ -82,7 +82,8 @@ class SearchMetrics(TypedDict):
     cases: int
     recall: float | None  # share of (case, expected tool) pairs a search surfaced
     searches_per_case: float | None
-    tools: dict[str, SearchTool]
+    tokens_per_case: float  # prompt and completion tokens of every request of a case, searches included
+    tools: dict[str, SearchTool]  # the unfindable first (scoring.search.least_findable)
 
 
 class RepeatMetrics(TypedDict):

@@ -92,17 +92,24 @@ def search_metrics(cases: Sequence[CaseResult]) -> SearchMetrics | None:
     out: dict[str, SearchTool] = {
         tool: {"cases": row["cases"], "found": row["found"], "recall": round(row["found"] / row["cases"], 4),
                "mean_rank": round(sum(row["ranks"]) / len(row["ranks"]), 4) if row["ranks"] else None}
-        for tool, row in sorted(tools.items())
+        for tool, row in tools.items()
     }
     return {
         "cases": len(by_case),
         "recall": round(found_pairs / pairs, 4) if pairs else None,
         "searches_per_case": round(sum(len(c["search"]["queries"]) for c in runs) / len(runs), 4),
-        "tools": out,
+        "tokens_per_case": round(sum(_tokens(c) for c in runs) / len(runs), 1),
+        "tools": dict(least_findable(out)),
     }
 
 
-def least_findable(metrics: SearchMetrics) -> list[tuple[str, SearchTool]]:
-    """The tools by findability, the unfindable first (lowest recall, then most cases, then name)."""
-    rows = list(metrics["tools"].items())
-    return sorted(rows, key=lambda r: (r[1]["recall"] if r[1]["recall"] is not None else 2.0, -r[1]["cases"], r[0]))
+def _tokens(case: CaseResult) -> int:
+    usage: Mapping[str, Any] = case.get("usage") or {}
+    return int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+
+
+def least_findable(tools: Mapping[str, SearchTool]) -> list[tuple[str, SearchTool]]:
+    """The tools by findability, the unfindable first (lowest recall, then most cases, then name): the order the
+    report keeps them in, and every rendering shows."""
+    return sorted(tools.items(), key=lambda r: (r[1]["recall"] if r[1]["recall"] is not None else 2.0,
+                                                 -r[1]["cases"], r[0]))
