@@ -177,3 +177,49 @@ def test_an_unknown_key_is_one_line(pytester: pytest.Pytester, model_server: Scr
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*bench.mcpeval.yaml:2*topk*top_k*"])
     assert json.dumps  # the module's imports stay used
+
+
+SIDE = """
+server: {tools_file: tools.json}
+cases:
+  - id: issues
+    input: show issues
+    expect: [{tool: list_issues}]
+  - id: me
+    input: who am i
+    expect: [{tool: get_me}]
+"""
+
+
+def test_the_same_model_with_and_without_search_side_by_side(pytester: pytest.Pytester,
+                                                              model_server: ScriptedModelServer) -> None:
+    """`fake+search` is `fake` under search, a column of its own; `fake` beside it sees the whole catalog.  The
+    scripted model answers a request by the tools it was shown: with the whole catalog it calls at once."""
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": SIDE}, tools=TOOLS)
+    model_server.flow("show issues", search("issues repository"), [{"name": "list_issues", "arguments": {}}])
+    model_server.flow("who am i", search("gizmo"), "I do not know.")
+    full = {"issues": "list_issues", "me": "get_me"}
+    args = ("--mcp-models=fake,fake+search", "--mcp-tool-search=bm25:1", "--mcp-report=report.json")
+    result = run(pytester, *args, "--mcp-save-baseline=baseline.json", "-k", "search")
+    assert result.ret == 0, result.stdout.str()
+    assert {len(r["tools"]) for r in model_server.requests} == {1, 2}  # the search tool, then the tool found
+    model_server.requests.clear()
+    # the baseline column: one call, with every tool shown (the same scripted model: fake+search is replayed now)
+    for case, tool in full.items():
+        model_server.script(SIDE.split(f"id: {case}\n    input: ")[1].split("\n")[0], {"tool_calls": [
+            {"name": tool, "arguments": {}}]}, model="fake")
+    result = run(pytester, *args, "--mcp-compare=baseline.json", "-v")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*issues?fake? PASSED*", "*issues?fake+search? PASSED*", "*me?fake+search? *"])
+    report = read_report(pytester)
+    models = report["models"]
+    assert list(models) == ["fake", "fake+search"]
+    assert models["fake"]["search"] is None and models["fake"]["accuracy"] == 1.0
+    assert models["fake+search"]["search"]["recall"] == 0.5 and models["fake+search"]["accuracy"] == 0.5
+    assert {c["model"]: c.get("search", {}).get("top_k") for c in report["cases"] if c["id"] == "issues"} == {
+        "fake": None, "fake+search": 1}
+    assert {len(r["tools"]) for r in model_server.requests} == {len(TOOLS)}
+    # the comparison pairs each case with its baseline in the same mode: fake+search with fake+search
+    assert report["comparison"]["paired"] == {"fake+search": 2}
+    assert report["comparison"]["only_in_current"] == ["bench.mcpeval.yaml::issues[fake]#0",
+                                                       "bench.mcpeval.yaml::me[fake]#0"]

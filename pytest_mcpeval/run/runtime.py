@@ -41,6 +41,7 @@ class Runtime(Engine):
         super().__init__(root_dir, log_dir, dispatcher, repeats, connect_timeout, settings)
         self._prefetched: set[str] = set()
         self._flows: dict[tuple[int, int], concurrent.futures.Future[CaseResult]] = {}  # by (id(ref), repeat)
+        self.model_names = set(settings.models) if settings is not None else set()  # MODEL beside MODEL+search
 
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
@@ -87,9 +88,10 @@ class Runtime(Engine):
 
     def search_config(self, ref: CaseRef) -> search.SearchConfig | None:
         """The tool search a single-call case runs under (``None``: the whole catalog; flows: not yet searched)."""
-        if ref.case.is_flow:
+        if ref.case.is_flow or ref.model is None:
             return None
-        return search.resolve(self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search)
+        return search.config_for(ref.model, self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search,
+                                 self.model_names | set(ref.bench.spec.models))
 
     def _start_flow(self, ref: CaseRef, override: Any, repeat: int) -> concurrent.futures.Future[CaseResult]:
         """The flow, or the searches of a case under tool search, as a task of the loop (its tools and checks

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
+from pytest_mcpeval.models.config import SEARCH_SUFFIX
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.results import CalledTool, CaseResult, CaseSearch
 from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_result
@@ -46,6 +47,7 @@ from pytest_mcpeval.tool_search import (
 
 if TYPE_CHECKING:
     from pytest_mcpeval.benchmark.schema import ToolSearch
+    from pytest_mcpeval.models.config import ModelSpec
     from pytest_mcpeval.run.engine import Engine
 
 EMBEDDER = "minilm"  # the local retriever that ranks for `embedding` (models/local.py)
@@ -79,6 +81,19 @@ def resolve(option: tuple[str, int | None] | None, file_key: ToolSearch | None,
         return None
     fields["always_loaded"] = tuple(dict.fromkeys(fields.get("always_loaded", ())))
     return SearchConfig(**{k: v for k, v in fields.items() if v is not None})
+
+
+def config_for(model: ModelSpec, option: tuple[str, int | None] | None, file_key: ToolSearch | None,
+               case_key: ToolSearch | str | None, run_models: set[str]) -> SearchConfig | None:
+    """The search ``model`` runs a case under.  ``MODEL+search`` searches (by bm25 unless the option or a key names
+    the method) unless the case says ``off``; ``MODEL`` searches as the option and keys say, except beside its own
+    ``MODEL+search`` in the run, where it is the baseline column with the whole catalog."""
+    config = resolve(option, file_key, case_key)
+    if model.search:
+        if case_key == "off" or config is not None:
+            return config
+        return resolve(("bm25", option[1] if option else None), file_key, case_key)
+    return None if model.name + SEARCH_SUFFIX in run_models else config
 
 
 class _Search:
