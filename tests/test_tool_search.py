@@ -223,3 +223,29 @@ def test_the_same_model_with_and_without_search_side_by_side(pytester: pytest.Py
     assert report["comparison"]["paired"] == {"fake+search": 2}
     assert report["comparison"]["only_in_current"] == ["bench.mcpeval.yaml::issues[fake]#0",
                                                        "bench.mcpeval.yaml::me[fake]#0"]
+
+
+def test_the_drop_gate_on_findability(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    """A rewrite that makes a tool unfindable by the words the model searches with fails the gate, tool by tool."""
+    cases = "".join(f"  - id: zap{j}\n    input: zap {j}\n    expect: [{{tool: zap_widget}}]\n" for j in range(6))
+    bench = f"server: {{tools_file: tools.json}}\ntool_search: {{method: bm25}}\ncases:\n{cases}"
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
+    model_server.flow("zap *", search("frobnicate"), [{"name": "zap_widget", "arguments": {}}])
+    result = run(pytester, "--mcp-models=fake", "--mcp-save-baseline=baseline.json")
+    assert result.ret == 0, result.stdout.str()
+    rewritten = [{**t, "description": "Zap the gadget."} if t["name"] == "zap_widget" else t for t in TOOLS]
+    (pytester.path / "tools.json").write_text(json.dumps(rewritten))
+    model_server.flow("zap *", search("frobnicate"), "Nothing fits.")
+    result = run(pytester, "--mcp-models=fake", "--mcp-compare=baseline.json", "--mcp-fail-on-drop=0",
+                 "--mcp-drop-metrics=search_recall,tool_findability", "--mcp-report=report.json")
+    assert result.ret == 1, result.stdout.str()
+    changes = {c["metric"]: c for c in read_report(pytester)["comparison"]["changes"]}
+    assert set(changes) == {"search_recall", "findability[zap_widget]"}
+    for change in changes.values():
+        assert (change["before"], change["after"], change["n"], change["drop"]) == (1.0, 0.0, 6, True)
+        assert change["p_value"] == pytest.approx(2 / 64)
+    result.stdout.fnmatch_lines([
+        "GATE FAILED model fake: search_recall dropped 1.000 -> 0.000 (-1.000, 95% CI *, p = 0.0312, 6 of 6 paired "
+        "cases under search changed)",
+        "GATE FAILED model fake: findability?zap_widget? dropped 1.000 -> 0.000 (-1.000, 95% CI *, p = 0.0312, 6 of 6 "
+        "paired cases changed)"])

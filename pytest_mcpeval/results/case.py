@@ -186,6 +186,7 @@ class CaseResult(Score):
     load_s: NotRequired[float]  # one-off setup this case paid, not in latency_s (the local model's load)
     retrieval: NotRequired[CaseRetrieval]
     search: NotRequired[CaseSearch]  # under tool search (docs/tool-search.md)
+    search_recall: NotRequired[float | None]  # of `search.found`, the share found (None: no tool to find)
     # flows only (a case with order, mocks, execute: live, claims, forbid or max_turns; docs/flows.md)
     flow: NotRequired[bool]
     order: NotRequired[Literal["strict", "in_order", "unordered", "subset", "superset"]]

@@ -192,6 +192,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
             result[name] = getattr(last, name)
     view = search.view([e.tool for e in expects])
     result["search"] = view
+    result["search_recall"] = scored.case_recall(view)
     result["turns"] = len(replies)
     own = stops.refine(result["diagnosis"], last.finish_reason, last.provider_finish_reason, bool(calls), False)
     result["diagnosis"] = scored.diagnosis(view, [e.tool for e in expects], calls, bool(result["passed"]), own)

@@ -53,6 +53,12 @@ def surfaced(answers: Sequence[Sequence[str]]) -> list[str]:
     return sorted(best, key=lambda t: best[t])
 
 
+def case_recall(search: CaseSearch) -> float | None:
+    """The share of the case's tools to find that its searches surfaced (``None`` when it has none to find)."""
+    found = search["found"]
+    return round(sum(rank is not None for rank in found.values()) / len(found), 4) if found else None
+
+
 def diagnosis(search: CaseSearch, expected: Sequence[str], calls: Sequence[CalledTool], passed: bool,
               own: str | None) -> str | None:
     """The diagnosis of a case under search (the rules above); ``own`` is the call's diagnosis."""
