@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from conftest import make_project, read_report, run
+from conftest import make_project, read_report, run, run_subprocess
 
 from pytest_mcpeval.testing import ScriptedModelServer
 from pytest_mcpeval.tool_search import SEARCH_TOOL, SearchError, bm25_scores, rank, tokenize, tool_text
@@ -249,3 +249,37 @@ def test_the_drop_gate_on_findability(pytester: pytest.Pytester, model_server: S
         "cases under search changed)",
         "GATE FAILED model fake: findability?zap_widget? dropped 1.000 -> 0.000 (-1.000, 95% CI *, p = 0.0312, 6 of 6 "
         "paired cases changed)"])
+
+
+def test_embedding_search_ranks_with_the_local_model(pytester: pytest.Pytester,
+                                                     model_server: ScriptedModelServer) -> None:
+    bench = ("server: {tools_file: tools.json}\ntool_search: {method: embedding, top_k: 1, always_loaded: [get_me]}\n"
+             "cases:\n  - id: branch\n    input: branch\n    expect: [{tool: create_branch}]\n")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
+    model_server.flow("branch", search("make a new git branch"), [{"name": "create_branch", "arguments": {}}])
+    result = run_subprocess(pytester, "--mcp-models=fake", "--mcp-report=report.json")  # torch: once per process
+    assert result.ret == 0, result.stdout.str()
+    case = read_report(pytester)["cases"][0]
+    assert case["passed"] is True
+    assert case["search"] == {"method": "embedding", "top_k": 1, "queries": ["make a new git branch"],
+                              "surfaced": ["create_branch"], "found": {"create_branch": 1},
+                              "always_loaded": ["get_me"]}
+    assert [t["function"]["name"] for t in model_server.requests[0]["tools"]] == [SEARCH_TOOL, "get_me"]
+
+
+def test_cases_that_cannot_search_are_errors(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    bench = ("server: {tools_file: tools.json}\ncases:\n  - id: typo\n    input: typo\n"
+             "    tool_search:\n      method: bm25\n      always_loaded: [get_me, get_mee]\n"
+             "    expect: [{tool: get_me}]\n")
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    assert result.ret == 1
+    assert read_report(pytester)["cases"][0]["error"] == (
+        "bench.mcpeval.yaml:7: case `typo`: tool_search.always_loaded names `get_mee`, which the server does not "
+        "publish; did you mean `get_me`?")
+    (pytester.path / "bench.mcpeval.yaml").write_text(bench.replace(", get_mee", ""))
+    result = run(pytester, "--mcp-models=local/minilm+search", "--mcp-report=report.json")
+    assert result.ret == 1
+    assert read_report(pytester)["cases"][0]["error"] == (
+        "bench.mcpeval.yaml:3: case `typo`: model local/minilm+search ranks tools and cannot search: tool search "
+        "needs a model that calls tools with arguments")

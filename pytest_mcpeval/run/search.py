@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models import ModelCallError
 from pytest_mcpeval.models.config import SEARCH_SUFFIX
+from pytest_mcpeval.models.local import is_local
 from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.results import CalledTool, CaseResult, CaseSearch
 from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_result
@@ -175,13 +176,12 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     search = _Search(config, catalog)
     replies: list[ModelReply] = []
     try:
-        unknown = [name for name in config.always_loaded if name not in catalog.by_name]
-        if unknown:
-            raise CaseError(f"tool_search.always_loaded names `{unknown[0]}`, which the server does not publish"
-                            f"{did_you_mean(unknown[0], catalog.names)}")
+        _check_loaded(ref, config, catalog, result)
         last, shown = await _converse(runtime, ref, repeat, search, replies)
     except ModelCallError as exc:
         return error_result(result, expects, utf8_safe(str(exc).removeprefix(f"{runtime.label(ref)}: ")))
+    except _Misplaced as exc:
+        return error_result(result, expects, str(exc))
     except CaseError as exc:
         return error_result(result, expects, f"{result['file']}:{result['line']}: case `{ref.case.id}`: {exc}")
     searching = SEARCH_TOOL in shown.by_name  # a call of it past the bound is a call of a tool it was not shown
@@ -208,6 +208,28 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     return cast(CaseResult, utf8_safe(result))
 
 
+def _check_loaded(ref: CaseRef, config: SearchConfig, catalog: Catalog, result: dict[str, Any]) -> None:
+    """A tool ``always_loaded`` names that the server does not publish is an error at its line (file or case)."""
+    unknown = [name for name in config.always_loaded if name not in catalog.by_name]
+    if not unknown:
+        return
+    name = unknown[0]
+    case_key, file_key = ref.case.tool_search, ref.bench.spec.tool_search
+    loc: tuple[str | int, ...] = ()
+    if case_key is not None and not isinstance(case_key, str) and name in case_key.always_loaded:
+        index = ref.bench.spec.cases.index(ref.case)
+        loc = ("cases", index, "tool_search", "always_loaded", case_key.always_loaded.index(name))
+    elif file_key is not None and name in file_key.always_loaded:
+        loc = ("tool_search", "always_loaded", file_key.always_loaded.index(name))
+    line = (ref.bench.line_of(loc) if loc else None) or ref.line
+    raise _Misplaced(f"{result['file']}:{line}: case `{ref.case.id}`: tool_search.always_loaded names `{name}`, "
+                     f"which the server does not publish{did_you_mean(name, catalog.names)}")
+
+
+class _Misplaced(CaseError):
+    """A case error whose message names its own file and line."""
+
+
 def _parsed(raw: RawCall, shown: Catalog, catalog: Catalog) -> CalledTool:
     """A call of the answer by its MCP name: as the tools it was shown name it, else as the catalog does (a tool
     the model called before any search loaded it)."""
@@ -226,11 +248,11 @@ async def _converse(runtime: Engine, ref: CaseRef, repeat: int, search: _Search,
     for turn in range(search.config.max_searches + 1):
         shown = search.shown()
         label = runtime.label(ref) if turn == 0 else f"{runtime.label(ref)} (turn {turn + 1})"
-        reply = await runtime.dispatcher.fetch(Unit.make(ref.model, copy.deepcopy(conversation), shown, repeat, label))
-        replies.append(reply)
-        if not reply.fills_arguments:
+        if is_local(ref.model):  # a retriever: said before its model is loaded for nothing
             raise CaseError(f"model {ref.model.name} ranks tools and cannot search: tool search needs a model that "
                             "calls tools with arguments")
+        reply = await runtime.dispatcher.fetch(Unit.make(ref.model, copy.deepcopy(conversation), shown, repeat, label))
+        replies.append(reply)
         reason = stops.blocked(reply.finish_reason, reply.provider_finish_reason)
         if reason is not None:
             raise ModelCallError(stops.blocked_message(f"{ref.model.name} ({ref.model.target})", reason, turn))
