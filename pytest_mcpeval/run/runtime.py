@@ -23,7 +23,7 @@ from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
-from pytest_mcpeval.run import flow, search, single
+from pytest_mcpeval.run import flow, search, searching, single
 from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result, missing_tools
 from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
@@ -86,11 +86,11 @@ class Runtime(Engine):
         result, catalog = prepared
         return single.evaluate(self, ref, catalog, repeat, result)
 
-    def search_config(self, ref: CaseRef) -> search.SearchConfig | None:
+    def search_config(self, ref: CaseRef) -> searching.SearchConfig | None:
         """The tool search a single-call case runs under (``None``: the whole catalog; flows: not yet searched)."""
         if ref.case.is_flow or ref.model is None:
             return None
-        return search.config_for(ref.model, self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search,
+        return searching.config_for(ref.model, self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search,
                                  self.model_names | set(ref.bench.spec.models))
 
     def _start_flow(self, ref: CaseRef, override: Any, repeat: int) -> concurrent.futures.Future[CaseResult]:
