@@ -283,3 +283,41 @@ def test_cases_that_cannot_search_are_errors(pytester: pytest.Pytester, model_se
     assert read_report(pytester)["cases"][0]["error"] == (
         "bench.mcpeval.yaml:3: case `typo`: model local/minilm+search ranks tools and cannot search: tool search "
         "needs a model that calls tools with arguments")
+
+
+FLOW = """
+server: {tools_file: tools.json}
+tool_search: {method: bm25, top_k: 1}
+cases:
+  - id: flow
+    input: branch flow
+    mocks:
+      create_branch: [{result: {text: created}}]
+    expect: [{tool: create_branch}]
+  - id: lost
+    input: lost flow
+    mocks:
+      zap_widget: [{result: {text: zapped}}]
+    expect: [{tool: zap_widget}]
+"""
+
+
+def test_a_flow_searches_as_turns_of_its_conversation(pytester: pytest.Pytester,
+                                                       model_server: ScriptedModelServer) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": FLOW}, tools=TOOLS)
+    model_server.flow("branch flow", search("branch"), [{"name": "create_branch", "arguments": {}}], "Done.")
+    model_server.flow("lost flow", search("gizmo"), "I cannot.")
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    cases = {c["id"]: c for c in read_report(pytester)["cases"]}
+    flow = cases["flow"]
+    assert flow["passed"] is True and flow["turns"] == 3 and flow["search_recall"] == 1.0
+    assert flow["search"]["found"] == {"create_branch": 1} and flow["called"] == [{"tool": "create_branch", "args": {}}]
+    first = flow["trajectory"][0]["calls"][0]
+    assert (first["tool"], first["args"], first["answer"]["source"]) == (SEARCH_TOOL, {"query": "branch"}, "search")
+    assert first["answer"]["text"].startswith("Tools found (now available to call):\n- create_branch: ")
+    lost = cases["lost"]
+    assert lost["passed"] is False and lost["diagnosis"] == "not_found" and lost["search_recall"] == 0.0
+    requests = [r for r in model_server.requests if r["messages"][0]["content"] == "branch flow"]
+    assert [[t["function"]["name"] for t in r["tools"]] for r in requests] == [
+        [SEARCH_TOOL], [SEARCH_TOOL, "create_branch"], [SEARCH_TOOL, "create_branch"]]

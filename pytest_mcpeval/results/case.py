@@ -100,7 +100,7 @@ class ToolAnswerView(TypedDict):
     file), ``invalid`` when the call cannot be made (malformed arguments, a tool the server lacks: the
     model's mistake, which it may recover from)."""
 
-    source: Literal["mock", "live", "unmatched", "invalid"]
+    source: Literal["mock", "live", "unmatched", "invalid", "search"]  # search: the plugin's tool search answered
     is_error: bool
     text: str | None  # what the model was sent (structured content as JSON text)
     structured: NotRequired[JSON]

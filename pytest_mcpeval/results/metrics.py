@@ -77,7 +77,7 @@ class SearchTool(TypedDict):
 
 
 class SearchMetrics(TypedDict):
-    """Tool search over a model's single-call cases run under it (scoring.search, docs/tool-search.md)."""
+    """Tool search over a model's cases run under it, single calls and flows (scoring.search, docs/tool-search.md)."""
 
     cases: int
     recall: float | None  # share of (case, expected tool) pairs a search surfaced

@@ -62,7 +62,8 @@ class Runtime(Engine):
             if ref.model is None or missing_tools(ref.expectations(), catalog):
                 continue
             # a flow answered by mocks, or a case's searches (answered here): a conversation started ahead
-            conversation = self.search_config(ref) is not None or (ref.case.is_flow and ref.case.execute != "live")
+            conversation = (ref.case.is_flow and ref.case.execute != "live") or (
+                not ref.case.is_flow and self.search_config(ref) is not None)
             for repeat in range(self.repeats):
                 if conversation and not ref.model.target.startswith(LOCAL_PREFIX):
                     self._flows[(id(ref), repeat)] = self._start_flow(ref, override, repeat)
@@ -87,8 +88,8 @@ class Runtime(Engine):
         return single.evaluate(self, ref, catalog, repeat, result)
 
     def search_config(self, ref: CaseRef) -> searching.SearchConfig | None:
-        """The tool search a single-call case runs under (``None``: the whole catalog; flows: not yet searched)."""
-        if ref.case.is_flow or ref.model is None:
+        """The tool search a case runs under (``None``: the whole catalog)."""
+        if ref.model is None:
             return None
         return searching.config_for(ref.model, self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search,
                                  self.model_names | set(ref.bench.spec.models))
@@ -103,9 +104,9 @@ class Runtime(Engine):
             return done
         result, catalog = prepared
         config = self.search_config(ref)
-        if config is not None:
+        if config is not None and not ref.case.is_flow:
             return self.core.start(search.evaluate, self, ref, catalog, repeat, result, config)
-        return self.core.start(flow.evaluate, self, ref, catalog, repeat, result)
+        return self.core.start(flow.evaluate, self, ref, catalog, repeat, result, config)
 
     def _identity(self, ref: CaseRef, repeat: int) -> dict[str, Any]:
         assert ref.model is not None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models.config import SEARCH_SUFFIX
 from pytest_mcpeval.models.reply import RawCall
-from pytest_mcpeval.results import CaseSearch
+from pytest_mcpeval.results import CaseSearch, TrajectoryCall
 from pytest_mcpeval.run.case import CaseError, CaseRef
 from pytest_mcpeval.scoring import search as scored
 from pytest_mcpeval.text import did_you_mean
@@ -172,3 +172,25 @@ def check_loaded(ref: CaseRef, config: SearchConfig, catalog: Catalog, result: d
 
 class Misplaced(CaseError):
     """A case error whose message names its own file and line."""
+
+
+async def searched(searches: Searches, raw: RawCall, id_: str) -> TrajectoryCall:
+    """A flow's call of the search tool, answered by the search (its ``answer.source`` is ``search``)."""
+    text, is_error = await searches.answer(raw)
+    try:
+        args = json.loads(raw.arguments or "{}")
+    except ValueError:
+        args = None
+    return {"id": id_, "tool": SEARCH_TOOL, "args": args if isinstance(args, dict) else None,
+            "answer": {"source": "search", "is_error": is_error, "text": text}}
+
+
+def searched_diagnosis(result: dict[str, Any], view: CaseSearch, expected: list[str]) -> None:
+    """Record a flow's searches and, for a flow that missed an expected tool, whether the search or the choice
+    missed it (not over a forbidden call, nor over a reply cut off by the token limit)."""
+    result["search"] = view
+    result["search_recall"] = scored.case_recall(view)
+    if result.get("diagnosis") in ("forbidden_tool", "truncated"):
+        return
+    result["diagnosis"] = scored.diagnosis(view, expected, result.get("called") or [], bool(result.get("passed")),
+                                           result.get("diagnosis"))

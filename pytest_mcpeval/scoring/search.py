@@ -76,8 +76,8 @@ def diagnosis(search: CaseSearch, expected: Sequence[str], calls: Sequence[Calle
 
 
 def search_metrics(cases: Sequence[CaseResult]) -> SearchMetrics | None:
-    """A model's findability over its scored single-call cases run under search; ``None`` when there are none."""
-    runs = [c for c in cases if not c.get("error") and not c.get("flow") and c.get("search") is not None]
+    """A model's findability over its scored cases run under search (single calls and flows); ``None`` without."""
+    runs = [c for c in cases if not c.get("error") and c.get("search") is not None]
     if not runs:
         return None
     by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
