@@ -321,3 +321,19 @@ def test_a_flow_searches_as_turns_of_its_conversation(pytester: pytest.Pytester,
     requests = [r for r in model_server.requests if r["messages"][0]["content"] == "branch flow"]
     assert [[t["function"]["name"] for t in r["tools"]] for r in requests] == [
         [SEARCH_TOOL], [SEARCH_TOOL, "create_branch"], [SEARCH_TOOL, "create_branch"]]
+
+
+def test_a_keyword_model_chooses_by_the_descriptions_it_is_sent(pytester: pytest.Pytester,
+                                                                 model_server: ScriptedModelServer) -> None:
+    """`{"best_match": true}` reads the tools of each request: with the whole catalog it calls the best match at once;
+    under search it searches with the user's words, then calls the best of the tools found."""
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": SIDE}, tools=TOOLS)
+    model_server.script("*", {"best_match": True})
+    result = run(pytester, "--mcp-models=fake,fake+search", "--mcp-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    cases = {(c["id"], c["model"]): c for c in read_report(pytester)["cases"]}
+    assert cases[("issues", "fake")]["called_label"] == "list_issues" and "search" not in cases[("issues", "fake")]
+    searched = cases[("issues", "fake+search")]
+    assert searched["search"]["queries"] == ["show issues"] and searched["called_label"] == "list_issues"
+    me = cases[("me", "fake+search")]  # "who am i" shares no word with any description: nothing found, no call
+    assert (me["search"]["surfaced"], me["diagnosis"]) == ([], "not_found")
