@@ -89,6 +89,8 @@ def test_search_then_call_scored_and_diagnosed(pytester: pytest.Pytester, model_
                                  "  hard to find: zap_widget * found 0/1 (0.0%), mean rank *, selection recall 0.000",
                                  "  hard to find: list_issues * found 2/3 (66.7%), mean rank 1.000, selection "
                                  "recall 0.333"])
+    result.stdout.fnmatch_lines(["*::not_found?fake?  not_found", "  - expected zap_widget", "  + called   (none)",
+                                 "    searched (bm25, top 2) for 'gizmo', 'gadget': surfaced no tool"])
     markdown = (pytester.path / "report.md").read_text()
     assert "| `zap_widget` | 1 | 0 | 0.0% | — | 0.000 |" in markdown
     assert markdown.index("`zap_widget` | 1 | 0") < markdown.index("`create_branch` | 1 | 1")  # unfindable first
