@@ -339,3 +339,15 @@ def test_a_keyword_model_chooses_by_the_descriptions_it_is_sent(pytester: pytest
     assert searched["search"]["queries"] == ["show issues"] and searched["called_label"] == "list_issues"
     me = cases[("me", "fake+search")]  # "who am i" shares no word with any description: nothing found, no call
     assert (me["search"]["surfaced"], me["diagnosis"]) == ([], "not_found")
+
+
+def test_search_results_cross_xdist(pytester: pytest.Pytester, model_server: ScriptedModelServer,
+                                    xdist_args: list[str]) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": SIDE}, tools=TOOLS)
+    model_server.script("*", {"best_match": True})
+    result = run(pytester, "--mcp-models=fake+search", "--mcp-report=report.json", *xdist_args)
+    assert result.ret == 0, result.stdout.str()
+    report = read_report(pytester)
+    assert {c["id"]: c["search"]["found"] for c in report["cases"]} == {"issues": {"list_issues": 1},
+                                                                       "me": {"get_me": None}}
+    assert report["models"]["fake+search"]["search"]["recall"] == 0.5
