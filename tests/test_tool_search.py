@@ -351,3 +351,15 @@ def test_search_results_cross_xdist(pytester: pytest.Pytester, model_server: Scr
     assert {c["id"]: c["search"]["found"] for c in report["cases"]} == {"issues": {"list_issues": 1},
                                                                        "me": {"get_me": None}}
     assert report["models"]["fake+search"]["search"]["recall"] == 0.5
+
+
+def test_what_the_gate_can_see_of_search(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    cases = "".join(f"  - id: zap{j}\n    input: zap {j}\n    expect: [{{tool: zap_widget}}]\n" for j in range(6))
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": f"server: {{tools_file: tools.json}}\ncases:\n{cases}"},
+                 tools=TOOLS)
+    model_server.script("*", {"best_match": True})
+    result = run(pytester, "--mcp-models=fake+search", "--mcp-report=report.json", "--mcp-drop-correction=holm")
+    assert result.ret == 0, result.stdout.str()
+    power = read_report(pytester)["models"]["fake+search"]["power"]
+    assert power["headline"]["search_recall"] == {"n": 6, "min_changed": 8, "detectable_drop": None}
+    assert power["tests"] == 5  # accuracy, macro F1, f1[zap_widget], search_recall, findability[zap_widget]
