@@ -363,3 +363,22 @@ def test_what_the_gate_can_see_of_search(pytester: pytest.Pytester, model_server
     power = read_report(pytester)["models"]["fake+search"]["power"]
     assert power["headline"]["search_recall"] == {"n": 6, "min_changed": 8, "detectable_drop": None}
     assert power["tests"] == 5  # accuracy, macro F1, f1[zap_widget], search_recall, findability[zap_widget]
+
+
+def test_which_search_a_case_runs_under() -> None:
+    from pytest_mcpeval.benchmark.schema import ToolSearch
+    from pytest_mcpeval.models.config import ModelRegistry
+    from pytest_mcpeval.run.searching import SearchConfig, config_for, resolve
+
+    file_key = ToolSearch(top_k=2, always_loaded=["get_me"])
+    assert resolve(None, file_key, None) is None  # no method anywhere: no search
+    assert resolve(("regex", None), file_key, None) == SearchConfig("regex", 2, 3, ("get_me",))
+    assert resolve(("regex", 7), ToolSearch(method="bm25"), ToolSearch(max_searches=1)) == SearchConfig("bm25", 7, 1)
+    assert resolve(("bm25", None), file_key, "off") is None
+    registry = ModelRegistry(aliases={"m": "openai/m"})
+    plain, variant = registry.resolve("m"), registry.resolve("m+search")
+    assert (variant.name, variant.target, variant.search) == ("m+search", "openai/m", True)
+    assert config_for(variant, None, None, None, {"m", "m+search"}) == SearchConfig("bm25")
+    assert config_for(plain, ("regex", 4), None, None, {"m", "m+search"}) is None  # the baseline column
+    assert config_for(plain, ("regex", 4), None, None, {"m"}) == SearchConfig("regex", 4)
+    assert config_for(variant, None, None, "off", {"m+search"}) is None
