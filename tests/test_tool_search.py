@@ -382,3 +382,14 @@ def test_which_search_a_case_runs_under() -> None:
     assert config_for(plain, ("regex", 4), None, None, {"m", "m+search"}) is None  # the baseline column
     assert config_for(plain, ("regex", 4), None, None, {"m"}) == SearchConfig("regex", 4)
     assert config_for(variant, None, None, "off", {"m+search"}) is None
+
+
+def test_thresholds_on_findability(pytester: pytest.Pytester, model_server: ScriptedModelServer) -> None:
+    make_project(pytester, model_server, {"bench.mcpeval.yaml": SIDE}, tools=TOOLS,
+                 ini_extra="mcp_thresholds =\n    search_recall >= 0.9\n    findability[list_issues] >= 1\n")
+    model_server.script("*", {"best_match": True})
+    result = run(pytester, "--mcp-models=fake+search")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["GATE FAILED model fake+search: search_recall = 0.500, required >= 0.9 (from ini "
+                                 "mcp_thresholds)"])
+    assert "findability[list_issues]" not in "".join(line for line in result.stdout.lines if "GATE FAILED" in line)
