@@ -24,7 +24,7 @@ SERVERS_PY := $(SERVERS)/.venv-servers/.installed
 SERVERS_NODE := $(SERVERS)/node_modules/.installed
 NPM ?= npm
 
-.PHONY: venv test lint typecheck demo demo-chat tune-demo schema clean servers
+.PHONY: venv test lint typecheck demo demo-chat demo-search tune-demo schema clean servers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,10 @@ demo: $(LOCAL)
 
 demo-chat: $(CHAT_LARGE)
 	$(BIN)/python examples/demo_chat.py
+
+# examples/github with and without tool search, side by side, with a scripted keyword model (docs/tool-search.md)
+demo-search: $(LOCAL)
+	$(BIN)/python examples/demo_search.py
 
 # the tuning loop, offline: local/minilm on the examples with examples/tune/candidates.yaml (docs/tuning.md)
 tune-demo: $(LOCAL)

@@ -35,6 +35,7 @@ from pytest_mcpeval.settings import (
     unit_interval,
     usd,
 )
+from pytest_mcpeval.tool_search import option as tool_search_option
 
 
 def misspelt(parser: pytest.Parser, args: list[str]) -> str | None:
@@ -178,6 +179,12 @@ def _calls(group: pytest.OptionGroup) -> None:
         help="replace the descriptions of the tools an overlay file names (`version: 1`, `tools: {NAME: "
         "{description: ...}}`) before any model sees the catalog; a tool the catalog lacks is a usage error "
         "(docs/tuning.md)",
+    )
+    group.addoption(
+        "--mcp-tool-search", dest="mcp_tool_search", metavar="METHOD[:K]", type=tool_search_option, default=None,
+        help="run cases under tool search: the model is shown a search tool (bm25, regex or embedding), "
+        "each search answers with the top K tools (default 5) and loads them; a file or case key `tool_search` is "
+        "over it, `tool_search: off` opts a case out (docs/tool-search.md)",
     )
     group.addoption(
         "--mcp-prompt-cache", dest="mcp_prompt_cache", metavar="MODE", type=prompt_cache_mode, default=None,

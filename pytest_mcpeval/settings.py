@@ -202,6 +202,7 @@ class Settings:
     max_cost: float | None = None  # --mcp-max-cost: USD the run's model calls may spend (run.budget)
     prompt_cache: str = PROMPT_CACHE_MODES[0]  # --mcp-prompt-cache / ini mcp_prompt_cache (models.cost)
     overlay: Overlay | None = None  # --mcp-overlay: descriptions that replace the catalog's (overlay.py)
+    tool_search: tuple[str, int | None] | None = None  # --mcp-tool-search METHOD[:K] (docs/tool-search.md)
 
     @property
     def report_path(self) -> Path | None:  # --mcp-report: the JSON report
@@ -247,7 +248,7 @@ class Settings:
                                      else DEFAULT_CLAIMS_THRESHOLD),
                    redactor=use_redactor(Redactor.for_run(registry.params.values())),
                    processes=getattr(opt, "mcp_processes", None), max_cost=getattr(opt, "mcp_max_cost", None),
-                   prompt_cache=prompt_cache, overlay=overlay)
+                   prompt_cache=prompt_cache, overlay=overlay, tool_search=getattr(opt, "mcp_tool_search", None))
 
 
 def _models(config: pytest.Config) -> list[str]:

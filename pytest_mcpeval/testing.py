@@ -17,6 +17,7 @@ Answers come from a script: ``{input text: reply}`` per model name.  A reply is 
     {"body": "<html>proxy login</html>", "status": 502}                    # ... with another status
     {"reset": True}                                                        # connection closed, no answer
     {"hang": True}                                                         # no answer until the server stops
+    {"best_match": True}                                                   # a keyword model (see best_match)
 
 Any reply may add ``"delay": seconds`` (the answer comes late), ``"drip": seconds`` (the status line and headers
 at once, then the body one byte every that many seconds: a reply no per-read timeout ends) and ``"gather": n``
@@ -92,6 +93,25 @@ def _turn(messages: list[dict[str, Any]]) -> int:
             break
         turn += role == "assistant"
     return turn
+
+
+def best_match(body: dict[str, Any]) -> dict[str, Any]:
+    """The reply of a keyword model, ``{"best_match": true}`` in a script (docs/tool-search.md): it calls the tool it is
+    shown that ranks first by BM25 for the user's words (with ``{}`` as arguments); shown none that matches, it
+    calls ``tool_search`` with those words if it is shown it and has not searched yet, else answers in text.  Its
+    choice depends on the descriptions it is sent, as a model's does."""
+    from pytest_mcpeval.tool_search import SEARCH_TOOL, rank
+
+    messages = body.get("messages", [])
+    text = _last_user_text(messages)
+    shown = [{"name": f["name"], "description": f.get("description", ""), "inputSchema": f.get("parameters", {})}
+             for tool in body.get("tools") or [] if isinstance(f := tool.get("function"), dict) and "name" in f]
+    ranked = rank("bm25", text, [t for t in shown if t["name"] != SEARCH_TOOL])
+    if ranked:
+        return {"tool_calls": [{"name": ranked[0], "arguments": {}}]}
+    if any(t["name"] == SEARCH_TOOL for t in shown) and not _turn(messages):
+        return {"tool_calls": [{"name": SEARCH_TOOL, "arguments": {"query": text}}]}
+    return {"content": "No tool fits."}
 
 
 def completion_body(model: str, reply: dict[str, Any], prompt_tokens: int, turn: int = 0) -> dict[str, Any]:
@@ -223,6 +243,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             prompt_tokens = len(json.dumps(body)) // 4
             turn = _turn(body.get("messages", []))
+            if reply.get("best_match"):
+                reply = best_match(body)
             self._send(200, completion_body(str(body.get("model", "")), reply, prompt_tokens, turn),
                        drip=float(reply.get("drip", 0.0)))
         finally:

@@ -134,8 +134,11 @@ def test_did_you_mean_picks_from_the_keys_of_the_place(tmp_path: Path, text: str
 
 
 def test_keys_at_each_place() -> None:
-    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "draft", "tools", "distractors", "order",
-                                      "forbid", "mocks", "execute", "claims", "max_turns", "claims_threshold")
+    assert keys_at(("cases", 3)) == ("id", "input", "expect", "tags", "skip", "draft", "tools", "distractors",
+                                      "tool_search", "order", "forbid", "mocks", "execute", "claims", "max_turns",
+                                      "claims_threshold")
+    assert keys_at(("cases", 3, "tool_search")) == keys_at(("tool_search",)) == ("method", "top_k", "max_searches",
+                                                                                "always_loaded")
     assert keys_at(("cases", 3, "mocks", "search_issues", 0)) == ("when", "result")
     assert keys_at(("cases", 3, "mocks", "search_issues", 0, "result")) == ("text", "structured", "error")
     assert keys_at(("cases", 3, "claims", 0, "check")) == ("contains", "regex", "any_of")

@@ -197,6 +197,8 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
     ([], "nothing to try: give --candidates FILE and/or --proposer MODEL"),
     (["--candidates", "candidates.yaml", "--pytest-args", "'-o"], "--pytest-args=\"'-o\": No closing quotation"),
     (["--candidates", "candidates.yaml", "--max-token-growth", "nan"], "--max-token-growth=nan: expected a finite"),
+    (["--candidates", "candidates.yaml", "--tool-search", "fuzzy"],
+     "--tool-search: 'fuzzy' is not METHOD[:K] with METHOD one of bm25, regex, embedding"),
 ])
 def test_usage_errors(project: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "bad.yaml").write_text("version: 1\ncandidates:\n  serch: [x]\n")
@@ -383,3 +385,16 @@ def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pyteste
     # every evaluation ranks the same requests: each is embedded once in the process, not once per evaluation
     rankings, requests = data["cost"]["calls"], len(data["split"]["train"]) + len(data["split"]["holdout"])
     assert retriever.queries_embedded - embedded <= requests < rankings, (rankings, requests)
+
+
+def test_tool_search_is_passed_on_to_every_evaluation(tmp_path: Path) -> None:
+    import argparse
+
+    from pytest_mcpeval.tune.command import _check, add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["x.mcpeval.yaml", "--model", "m", "--candidates", "c.yaml", "--tool-search", "bm25:3",
+                              "--pytest-args=-x", "--out", str(tmp_path / "out")])
+    _check(args)
+    assert args.pytest_arguments == ["-x", "--mcp-tool-search=bm25:3"]

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from pytest_mcpeval.defaults import DEFAULT_CLAIMS_THRESHOLD, DEFAULT_MAX_TURNS  # noqa: F401 (re-exported)
+from pytest_mcpeval.tool_search import DEFAULT_MAX_SEARCHES, DEFAULT_TOP_K
 from pytest_mcpeval.transports import SOURCE_KEYS
 
 FORMAT_VERSION: Literal[1] = 1
@@ -180,6 +181,26 @@ class Claim(_Strict):
         return text
 
 
+class ToolSearch(_Strict):
+    """Tool search (docs/tool-search.md): the model is shown a search tool, not the catalog."""
+
+    method: Literal["bm25", "regex", "embedding"] | None = Field(
+        default=None,
+        description="bm25 (keywords), regex (a Python pattern) or embedding (local/minilm ranks the tools); "
+        "default: the method of --mcp-tool-search, else no search.",
+    )
+    top_k: int | None = Field(default=None, ge=1, description=f"Tools a search answers with (default {DEFAULT_TOP_K}).")
+    max_searches: int | None = Field(
+        default=None, ge=1, description=f"Searches a case may make (default {DEFAULT_MAX_SEARCHES}).")
+    always_loaded: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="Tools shown with the search tool from the start (found without a search).")
+
+
+def _off(value: Any) -> Any:
+    """``tool_search: off`` reads as ``false`` in YAML 1.1 (the loader's): both mean off."""
+    return "off" if value is False else value
+
+
 def _claim(value: Any) -> Any:
     return {"claim": value} if isinstance(value, str) else value
 
@@ -211,6 +232,11 @@ class Case(_Strict):
         default=None, ge=0,
         description="Also show this many other tools of the server, drawn (seeded per case) from those most "
         "similar to the case's tools; the report records which.",
+    )
+    tool_search: Annotated[ToolSearch | Literal["off"] | None, BeforeValidator(_off)] = Field(
+        default=None,
+        description="Run the case under tool search (keys as the file's `tool_search`, over it), or `off` to run it "
+        "with the whole catalog even under --mcp-tool-search (docs/tool-search.md).",
     )
     # -- multi-step flows (docs/flows.md): any of these keys, or `execute: live`, makes the case a flow
     order: OrderMode | None = Field(
@@ -275,6 +301,11 @@ class BenchmarkFile(_Strict):
     max_turns: int | None = Field(default=None, ge=1, description="Default `max_turns` of the file's flows (else 8).")
     claims_threshold: float | None = Field(
         default=None, ge=0, le=1, description="Default `claims_threshold` of the file's flows.")
+    tool_search: ToolSearch | None = Field(
+        default=None,
+        description="Tool search for every case of the file (over --mcp-tool-search; a case's key is over it): "
+        "the model is shown a search tool and the `always_loaded` tools, not the catalog (docs/tool-search.md).",
+    )
     cases: Annotated[list[Case], Field(min_length=1)]
 
     @field_validator("tags")
@@ -295,7 +326,8 @@ class BenchmarkFile(_Strict):
 def field_names() -> set[str]:
     """Every key the format knows, for did-you-mean suggestions."""
     names: set[str] = set()
-    for model in (BenchmarkFile, ServerSpec, Case, ExpectedCall, Message, Mock, MockResult, Claim, ClaimCheck):
+    for model in (BenchmarkFile, ServerSpec, Case, ExpectedCall, Message, Mock, MockResult, Claim, ClaimCheck,
+                  ToolSearch):
         names.update(model.model_fields)
     return names
 

@@ -59,11 +59,15 @@ def write_baseline(report: Mapping[str, Any], path: Path) -> None:
 
 
 def _case(case: Mapping[str, Any]) -> BaselineCase:
-    """What the comparison needs of a case: its outcome (``passed`` of a flow is the flow's) and, for a flow,
-    ``flow: true`` and its claims ``coverage`` (``null`` without claims)."""
+    """What the comparison needs of a case: its outcome (``passed`` of a flow is the flow's), for a flow
+    ``flow: true`` and its claims ``coverage`` (``null`` without claims), under tool search its ``search_recall``
+    and the ranks it ``found``."""
     out = {k: case.get(k) for k in _CASE_FIELDS}
     if case.get("flow"):
         out.update({"flow": True, "coverage": case.get("coverage")})
+    search = case.get("search")
+    if isinstance(search, Mapping):  # under tool search: what the findability gate compares (gate.findability)
+        out.update({"search_recall": case.get("search_recall"), "found": search.get("found") or {}})
     return cast(BaselineCase, out)
 
 

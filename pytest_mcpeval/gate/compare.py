@@ -59,6 +59,7 @@ from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL, DEFAULT_DROP_MARGIN, DEF
 from pytest_mcpeval.gate.catalogs import changed_tools, definitions, known_labels
 from pytest_mcpeval.gate.clusters import Pair, case_key, flips, is_flow, mean_over, pair_cases
 from pytest_mcpeval.gate.clusters import pair_key as _pair_key
+from pytest_mcpeval.gate.findability import findability_changes
 from pytest_mcpeval.gate.paired import LABEL_METRICS, holm, label_changes, mean_change
 from pytest_mcpeval.numbers import sentence
 from pytest_mcpeval.results import ComparisonSection, Flipped, MetricChange
@@ -70,7 +71,7 @@ __all__ = ["CORRECTIONS", "METRICS", "SINGLE_CALL_METRICS", "Comparison", "case_
 
 METRICS = DROP_METRICS  # the names --mcp-drop-metrics accepts (results.registry)
 CORRECTIONS = DROP_CORRECTIONS  # --mcp-drop-correction
-SINGLE_CALL_METRICS = tuple(m for m in METRICS if m in LABEL_METRICS  # over the paired single-call cases
+SINGLE_CALL_METRICS = tuple(m for m in METRICS if m in (*LABEL_METRICS, "tool_findability")  # over single calls
                             or (m in REGISTRY and getattr(REGISTRY[m].paired, "cases", None) == "single"))
 
 
@@ -168,6 +169,8 @@ def compare(
                 if values:
                     by_metric[name] = [mean_change(model, name, how.test, values, margin, level, resamples, seed,
                                                    _clustered(families[how.cases]))]
+            elif name == "tool_findability":  # findability[TOOL] per tool (gate.findability)
+                by_metric[name] = findability_changes(model, families["single"], margin, level, resamples, seed)
         own = [c for metric in metrics for c in by_metric.get(metric, [])]
         if correction == "holm":
             holm(own, level, margin)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from pytest_mcpeval.numbers import pct
 from pytest_mcpeval.results import CaseResult, ModelMetrics, ModelPower, PowerFigure, ToolMetrics
@@ -73,6 +74,11 @@ def _distinct(cases: Sequence[CaseResult]) -> dict[str, set[tuple[str, str]]]:
         else:
             out["single"].add(key)
             out.setdefault(f"label:{c.get('expected_label') or NONE}", set()).add(key)
+            if c.get("search_recall") is not None:  # under tool search, with a tool to find (docs/tool-search.md)
+                out.setdefault("search", set()).add(key)
+                search: Mapping[str, Any] = c.get("search") or {}
+                for tool in search.get("found") or {}:
+                    out.setdefault(f"found:{tool}", set()).add(key)
     return out
 
 
@@ -85,7 +91,7 @@ def model_power(cases: Sequence[CaseResult], tools: Mapping[str, ToolMetrics], t
     alone = min_changed(level)
     sizes = {"accuracy": len(distinct["single"]), "pass_rate": len(distinct["single"]),
              "macro_f1": len(distinct["single"]), "flow_pass_rate": len(distinct["flows"]),
-             "coverage": len(distinct["coverage"])}
+             "coverage": len(distinct["coverage"]), "search_recall": len(distinct.get("search", ()))}
     headline = [m for m in drop_metrics if m in sizes and sizes[m] and (m not in _SINGLE or distinct["single"])]
     labels = {key[6:]: len(found) for key, found in distinct.items() if key.startswith("label:")}
     tests = 1
@@ -93,6 +99,8 @@ def model_power(cases: Sequence[CaseResult], tools: Mapping[str, ToolMetrics], t
         testable = sum(1 for m in headline if sizes[m] >= alone)
         if "tool_f1" in drop_metrics:
             testable += sum(1 for n in labels.values() if n >= alone)
+        if "tool_findability" in drop_metrics:
+            testable += sum(1 for key, found in distinct.items() if key.startswith("found:") and len(found) >= alone)
         tests = max(1, testable)
     need = min_changed(level, tests)
     for tool, figures in tools.items():

@@ -95,6 +95,9 @@ def without_secrets(params: dict[str, Any]) -> dict[str, Any]:
     return mask_params({k: v for k, v in params.items() if not SECRET_PARAM.search(re.sub(r"[^A-Za-z0-9]", "_", k))})
 
 
+SEARCH_SUFFIX = "+search"  # MODEL+search: the model under tool search (docs/tool-search.md)
+
+
 class ModelConfigError(ValueError):
     """A model option or ini line that cannot be understood."""
 
@@ -110,6 +113,8 @@ class ModelSpec:
     # --mcp-prompt-cache: mark the prompt-cache breakpoints providers such as Anthropic need (models.cost); how
     # the request is sent, not what it asks, so not part of the cache key
     prompt_cache: bool = True
+    # `MODEL+search` (docs/tool-search.md): the same model run under tool search, a column of its own beside MODEL
+    search: bool = False
 
     @property
     def user_params(self) -> dict[str, Any]:
@@ -180,6 +185,13 @@ class ModelRegistry:
         return registry
 
     def resolve(self, name: str) -> ModelSpec:
+        base = name.removesuffix(SEARCH_SUFFIX)
+        if base != name and base and name not in self.aliases:  # MODEL+search: MODEL, under tool search
+            spec = self.resolve(base)
+            params = {**spec.params, **self.params.get(name, {})}
+            defaults = frozenset(k for k in spec.defaults if k not in self.params.get(name, {}))
+            return ModelSpec(name=name, target=spec.target, params=params, defaults=defaults,
+                             prompt_cache=spec.prompt_cache, search=True)
         target = self.aliases.get(name, name)
         target = served_target(target)  # local/qwen2.5-coder-*: llama-server/... (models/llama)
         user = {**self.params.get(target, {}), **self.params.get(name, {})}

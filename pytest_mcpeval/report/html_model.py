@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_mcpeval.numbers import DASH, confidence, interval
 from pytest_mcpeval.numbers import metric_value as fmt
+from pytest_mcpeval.report import findability
 from pytest_mcpeval.report.html_cases import flow_transcripts
 from pytest_mcpeval.report.html_data import argument_problems, recall_curve
 from pytest_mcpeval.report.html_escape import num, p_value, pct, sort_value, text
@@ -274,7 +275,7 @@ def model_section(name: str, metrics: ModelMetrics, cases: Sequence[CaseResult],
                      "tool called first. Tools confused with each other sit together; hover a cell for its "
                      f"count.</p>{heatmap(metrics['confusion'])}")
     parts += [_tools(name, metrics, changes, changed, baseline_f1), _arguments(metrics, own), _retrieval(metrics, own),
-              _repeats(metrics)]
+              findability.html_section(metrics), _repeats(metrics)]
     flows = {j: anchors[j] for j, c in enumerate(cases) if j in anchors and c.get("model") == name}
     if flows:
         parts.append(f"<h3>Flow transcripts ({len(flows)})</h3><p class=muted>Flows that did not pass are open."

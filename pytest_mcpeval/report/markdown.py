@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Mapping
 
 from pytest_mcpeval.numbers import DASH, confidence, format_p, interval, metric_value, num, pct, sentence
-from pytest_mcpeval.report import case_notes
+from pytest_mcpeval.report import case_notes, findability
 from pytest_mcpeval.report.escape import MAX_SENTENCE, code, fenced, html_text, text
 from pytest_mcpeval.report.tool_rows import detects, never_expected, power_lines, weak_tools
 from pytest_mcpeval.report.usage import cost_text
@@ -104,7 +104,8 @@ def _model_details(models: Mapping[str, ModelMetrics]) -> list[str]:
         weak, stray = weak_tools(m.get("tools") or {}), never_expected(m.get("tools") or {})
         confused = m.get("confused_pairs") or []
         power = list(power_lines(m.get("power")))
-        if not weak and not stray and not confused and not power:
+        search = findability.markdown_lines(m, MAX_ROWS)
+        if not weak and not stray and not confused and not power and not search:
             continue
         lines += ["", f"### {code(name)}", ""]
         if power:
@@ -122,6 +123,7 @@ def _model_details(models: Mapping[str, ModelMetrics]) -> list[str]:
         if confused:
             lines += ["", *(f"- expected {code(p['expected'])}, called {code(p['called'])} ({p['count']}x)"
                            for p in confused[:5])]
+        lines += search
     return lines
 
 

@@ -34,6 +34,7 @@ from pytest_mcpeval.scoring.intervals import RESAMPLES, SEED, headline
 from pytest_mcpeval.scoring.metrics import model_metrics
 from pytest_mcpeval.scoring.repeats import judge_usage_metrics, repeat_metrics, usage_metrics
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics
+from pytest_mcpeval.scoring.search import search_metrics
 
 
 def _case_order(case: CaseResult) -> tuple[Any, ...]:
@@ -85,6 +86,7 @@ def build_report(
             "claims": claims_metrics(own),
             "untested_tools": untested,
             "retrieval": retrieval,
+            "search": search_metrics(own),  # cases run under tool search (docs/tool-search.md)
             "repeats": repeat_metrics(own),
             "usage": usage_metrics(own + draft_cases.get(name, [])),
             "judges": judge_usage_metrics(own),

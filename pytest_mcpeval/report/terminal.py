@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_mcpeval.numbers import NA, metric_value, num, pct
-from pytest_mcpeval.report import case_notes
+from pytest_mcpeval.report import case_notes, findability
 from pytest_mcpeval.report.tool_rows import detects, never_expected, power_lines, weak_tools
 from pytest_mcpeval.report.usage import cost_text, tokens_text
 from pytest_mcpeval.results import CaseResult, CatalogInfo, ModelMetrics, Report
@@ -209,6 +209,7 @@ def _problem_lines(m: ModelMetrics, verbose: int) -> Iterator[str]:
             above = ", ".join(list(v["outranked_by"])[:3])
             yield (f"  hard to retrieve: {tool} outside the top {r['k']} in "
                    f"{len(v['outside_top_5'])}/{v['cases']} cases (outranked by {above})")
+    yield from findability.terminal_lines(m, WORST_TOOLS if not verbose else None)
     for tool, tm in weak_tools(m["tools"])[: WORST_TOOLS if not verbose else None]:
         yield (
             f"  {tool:<28} P {_num(tm['precision'])}  R {_num(tm['recall'])}  F1 {_num(tm['f1'])}  "

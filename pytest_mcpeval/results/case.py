@@ -82,13 +82,25 @@ class CaseRetrieval(TypedDict):
     expected: dict[str, RankInfo]
 
 
+class CaseSearch(TypedDict):
+    """A case run under tool search (docs/tool-search.md): the model's searches and what they surfaced."""
+
+    method: str
+    top_k: int
+    queries: list[str]  # each search's query (or pattern), in order
+    surfaced: list[str]  # every tool a search answered with, best rank first (then first surfaced)
+    found: dict[str, int | None]  # per expected tool not always loaded: its best rank in a search (1 = first), or None
+    always_loaded: NotRequired[list[str]]
+    errors: NotRequired[list[str]]  # searches answered with an error (a bad regex, the search bound)
+
+
 class ToolAnswerView(TypedDict):
     """How a tool call of a flow was answered: by a ``mock`` of the file, the ``live`` server, or an error
     result: ``unmatched`` when no mock matches and the case does not execute live (a gap of the benchmark
     file), ``invalid`` when the call cannot be made (malformed arguments, a tool the server lacks: the
     model's mistake, which it may recover from)."""
 
-    source: Literal["mock", "live", "unmatched", "invalid"]
+    source: Literal["mock", "live", "unmatched", "invalid", "search"]  # search: the plugin's tool search answered
     is_error: bool
     text: str | None  # what the model was sent (structured content as JSON text)
     structured: NotRequired[JSON]
@@ -173,6 +185,8 @@ class CaseResult(Score):
     latency_s: NotRequired[float]
     load_s: NotRequired[float]  # one-off setup this case paid, not in latency_s (the local model's load)
     retrieval: NotRequired[CaseRetrieval]
+    search: NotRequired[CaseSearch]  # under tool search (docs/tool-search.md)
+    search_recall: NotRequired[float | None]  # of `search.found`, the share found (None: no tool to find)
     # flows only (a case with order, mocks, execute: live, claims, forbid or max_turns; docs/flows.md)
     flow: NotRequired[bool]
     order: NotRequired[Literal["strict", "in_order", "unordered", "subset", "superset"]]

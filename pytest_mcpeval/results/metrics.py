@@ -67,6 +67,25 @@ class RetrievalMetrics(TypedDict):
     tools: dict[str, RetrievalTool]
 
 
+class SearchTool(TypedDict):
+    """A tool's findability under tool search: of the distinct cases expecting it, those whose searches surfaced it."""
+
+    cases: int
+    found: int
+    recall: float | None
+    mean_rank: float | None  # over the cases that found it
+
+
+class SearchMetrics(TypedDict):
+    """Tool search over a model's cases run under it, single calls and flows (scoring.search, docs/tool-search.md)."""
+
+    cases: int
+    recall: float | None  # share of (case, expected tool) pairs a search surfaced
+    searches_per_case: float | None
+    tokens_per_case: float  # prompt and completion tokens of every request of a case, searches included
+    tools: dict[str, SearchTool]  # the unfindable first (scoring.search.least_findable)
+
+
 class RepeatMetrics(TypedDict):
     runs: int
     pass_at_k: dict[str, float | None]
@@ -217,6 +236,8 @@ class ModelMetrics(SelectionMetrics):
     judges: dict[str, JudgeUsage]
     untested_tools: list[str]
     retrieval: RetrievalMetrics | None
+    # added in this version: the cases run under tool search (docs/tool-search.md); None when none was
+    search: NotRequired[SearchMetrics | None]
     repeats: RepeatMetrics
     usage: UsageMetrics
     # added in this version: registry.INTERVALS that the model has cases for -> value and interval (the method

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 KS = (1, 3, 5, 10)  # the k of recall@k (scoring.retrieval computes them; --mcp-min-recall-at accepts them)
 
-Family = Literal["selection", "arguments", "retrieval", "flows", "claims"]
+Family = Literal["selection", "arguments", "retrieval", "flows", "claims", "search"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ class Metric:
         and hold no conversation (no flows, no claims)."""
         if self.family == "retrieval":
             return metrics.get("retrieval") is not None
+        if self.family == "search":
+            return metrics.get("search") is not None
         if self.family in ("flows", "claims"):
             return metrics.get("retrieval") is None
         if self.family == "arguments":
@@ -90,6 +92,8 @@ class Metric:
         return True
 
     def not_applicable_reason(self) -> str:
+        if self.family == "search":
+            return "it ran no case under tool search (docs/tool-search.md)"
         if self.family == "retrieval":
             return "it is not a retriever: only local/... models rank tools"
         if self.family in ("flows", "claims"):
@@ -157,6 +161,11 @@ _ALL = (
            paired=Paired("flows", "coverage", "sign_flip", "paired flows with claims")),
     Metric("claims_pass_rate", "claims", "share of the cases with claims that pass (calls and coverage)",
            ("claims", "pass_rate")),
+    Metric("search_recall", "search", "share of the tools single-call cases expect that their searches surfaced "
+           "(cases run under tool search)", ("search", "recall"), label="findability",
+           paired=Paired("single", "search_recall", "sign_flip", "paired cases under search")),
+    Metric("findability", "search", "of the cases under tool search that expected the tool, the share whose "
+           "searches surfaced it", tool_path=("recall",), tools_at=("search", "tools"), percent=False),
 )
 
 METRICS: dict[str, Metric] = {m.name: m for m in _ALL}
@@ -169,8 +178,12 @@ TOOL_METRICS: tuple[str, ...] = tuple(m.name for m in _ALL if m.tool_path is not
 # coverage over the paired flow cases with claims).  The default holds the flow family too: a comparison tests
 # only the metrics of the families its paired cases have, so they cost a single-call benchmark nothing, and a
 # benchmark of flows compared with the defaults is then not left ungated.
-DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "pass_rate", "tool_f1", "flow_pass_rate", "coverage")
-DEFAULT_DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1", "flow_pass_rate", "coverage")
+# `search_recall` and `tool_findability` (findability[TOOL] of every tool some paired case expects) are over the
+# paired cases run under tool search on both sides: they cost a benchmark without search nothing.
+DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "pass_rate", "tool_f1", "flow_pass_rate", "coverage",
+                                 "search_recall", "tool_findability")
+DEFAULT_DROP_METRICS: tuple[str, ...] = ("accuracy", "macro_f1", "tool_f1", "flow_pass_rate", "coverage",
+                                         "search_recall", "tool_findability")
 
 
 HEADLINE: tuple[str, ...] = ("accuracy", "macro_f1", "pass_rate")  # the summary line of a model, in this order

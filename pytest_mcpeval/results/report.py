@@ -301,6 +301,9 @@ class BaselineCase(TypedDict):
     error: str | None
     flow: NotRequired[bool]  # flows only (absent: a single call, as in baselines older than flows)
     coverage: NotRequired[float | None]  # flows only: mean claim score; None without claims
+    # under tool search only (docs/tool-search.md): the case's `search_recall` and its `search.found`
+    search_recall: NotRequired[float | None]
+    found: NotRequired[dict[str, int | None]]
 
 
 class Baseline(TypedDict):

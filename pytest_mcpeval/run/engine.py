@@ -34,6 +34,7 @@ class Engine:
         self.judge: ModelSpec | None = None
         self.claims_threshold = DEFAULT_CLAIMS_THRESHOLD
         self.overlay = settings.overlay if settings is not None else None  # --mcp-overlay (overlay.py)
+        self.tool_search = settings.tool_search if settings is not None else None  # --mcp-tool-search (run.search)
         if settings is not None:
             self.claims_threshold = settings.claims_threshold
             if settings.judge_model:

@@ -64,6 +64,7 @@ from pytest_mcpeval.results import (
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result
 from pytest_mcpeval.run.dispatch import Unit
 from pytest_mcpeval.run.judge import JudgeError, judge_claims
+from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_loaded, searched, searched_diagnosis
 from pytest_mcpeval.run.single import CONTENT_CAP, text_calls, utf8_safe
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call
@@ -72,6 +73,7 @@ from pytest_mcpeval.scoring.flow import bind, score_flow
 from pytest_mcpeval.servers import ServerError
 from pytest_mcpeval.text import canonical_json
 from pytest_mcpeval.tool_result import tool_message
+from pytest_mcpeval.tool_search import SEARCH_TOOL
 
 if TYPE_CHECKING:
     from pytest_mcpeval.run.engine import Engine
@@ -98,19 +100,24 @@ def call_id(turn: int, index: int) -> str:
     return f"call_{turn}_{index}"
 
 
-async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any]) -> CaseResult:
-    """Complete ``result`` (identity and catalog already set) with the flow's transcript, claims and score."""
+async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, result: dict[str, Any],
+                   search: SearchConfig | None = None) -> CaseResult:
+    """Complete ``result`` (identity and catalog already set) with the flow's transcript, claims and score; under
+    tool ``search`` (docs/tool-search.md) the model searches as turns of the flow."""
     assert ref.model is not None
     case = ref.case
     expects = ref.expectations()
     result["flow"] = True
     result["order"] = case.order_mode
     trajectory: list[TrajectoryTurn] = []
+    searches = Searches(search, catalog) if search is not None else None
     try:
         unknown = unknown_mock_tools(case, catalog)  # checked at collection for a tools_file, here for live servers
         if unknown:
             raise CaseError("; ".join(unknown))
-        replies, final, finished, unmatched = await _converse(runtime, ref, catalog, repeat, trajectory)
+        if search is not None:
+            check_loaded(ref, search, catalog, result)
+        replies, final, finished, unmatched = await _converse(runtime, ref, catalog, repeat, trajectory, searches)
         result["turns"] = len(replies)
         result["unmatched"] = unmatched
         result["final_answer"] = _cap(final)  # kept when the judge fails: its error is about this answer
@@ -120,11 +127,14 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
             _ending(result, trajectory)
             result["blocked"] = exc.reason
         return _error(result, expects, str(exc).removeprefix(f"{runtime.label(ref)}: "), trajectory)
+    except Misplaced as exc:
+        return _error(result, expects, str(exc), trajectory)
     except (CaseError, ServerError) as exc:
         return _error(result, expects, f"{result['file']}:{result['line']}: case `{case.id}`: {exc}", trajectory)
     threshold = ref.bench.claims_threshold(case, runtime.claims_threshold)
-    result.update(score_flow(expects, case.order_mode, case.forbid, trajectory, catalog, turn_limit=not finished,
-                             claims=claims, claims_threshold=threshold))
+    scored = [{**turn, "calls": [c for c in turn["calls"] if c["answer"]["source"] != "search"]} for turn in trajectory]
+    result.update(score_flow(expects, case.order_mode, case.forbid, cast(list[TrajectoryTurn], scored), catalog,
+                             turn_limit=not finished, claims=claims, claims_threshold=threshold))
     _ending(result, trajectory)
     last = replies[-1] if finished and replies else None
     written = text_calls(last, catalog) if last is not None else []
@@ -133,6 +143,8 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     if last is not None:  # the reply that ended the flow: did the model choose to stop there?
         result["diagnosis"] = stops.refine(result["diagnosis"], last.finish_reason, last.provider_finish_reason,
                                            False, bool(written))
+    if searches is not None:  # what the searches found, and whether they or the choice missed (scoring.search)
+        searched_diagnosis(result, searches.view([e.tool for e in expects]), [e.tool for e in expects])
     result["claims"] = claims
     if judge_usage:
         result["judge_usage"] = judge_usage
@@ -146,7 +158,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     result["final_answer"] = _cap(final)
     if final is not None and len(final) > CONTENT_CAP:
         result["content_truncated"] = len(final)
-    result["usage"], result["latency_s"] = _usage(replies, judge_usage)
+    result["usage"], result["latency_s"] = summed_usage(replies, judge_usage)
     return cast(CaseResult, utf8_safe(result))
 
 
@@ -154,12 +166,15 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
 
 
 async def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, trajectory: list[TrajectoryTurn],
-              ) -> tuple[list[ModelReply], str | None, bool, list[CalledTool]]:
+                    searches: Searches | None = None) -> tuple[list[ModelReply], str | None, bool, list[CalledTool]]:
     """Run the loop, filling ``trajectory``: ``(replies, final answer, finished, unmatched calls)``.
 
     ``finished`` is False at the turn limit (the last reply still called tools)."""
     assert ref.model is not None
     unit = runtime.unit(ref, catalog, repeat)
+    shown = catalog if searches is None else searches.shown()  # under search: the search tool and the tools found
+    if searches is not None:
+        unit = Unit.make(ref.model, unit.messages, shown, repeat, runtime.label(ref))
     conversation = copy.deepcopy(unit.messages)
     max_turns = ref.bench.max_turns(ref.case)
     replies: list[ModelReply] = []
@@ -184,14 +199,18 @@ async def _converse(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int
             fresh = raw.id and raw.id not in used  # an answer must name one call: a repeated id is replaced too
             id_ = raw.id if fresh else call_id(turn, index)
             used.add(id_)
+            if searches is not None and SEARCH_TOOL in shown.by_name and shown.mcp_name(raw.name) == SEARCH_TOOL:
+                calls.append(await searched(searches, raw, id_))
+                continue
             calls.append(await _answered(runtime, ref, catalog, raw, id_, earlier, unmatched))
         trajectory.append(_turn({"calls": calls, "content": reply.content}, reply))
         if turn + 1 == max_turns:
             break
-        conversation.append(_assistant_message(reply, calls))
+        conversation.append(assistant_message(reply, calls))
         conversation.extend(tool_message(call["id"], call["answer"]["text"], call["answer"]["is_error"],
                                          ref.model.target) for call in calls)
-        unit = Unit.make(ref.model, copy.deepcopy(conversation), catalog, repeat,
+        shown = catalog if searches is None else searches.shown()
+        unit = Unit.make(ref.model, copy.deepcopy(conversation), shown, repeat,
                          f"{runtime.label(ref)} (turn {turn + 2})")
     return replies, None, False, unmatched
 
@@ -205,7 +224,7 @@ def _turn(turn: TrajectoryTurn, reply: ModelReply) -> TrajectoryTurn:
     return turn
 
 
-def _assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
+def assistant_message(reply: ModelReply, calls: list[TrajectoryCall]) -> dict[str, Any]:
     """The model's turn as the next request sends it back: its text and its calls as it made them, with what the
     provider needs back unchanged (litellm's names: the reply's signed ``thinking_blocks``, which Anthropic
     requires at the start of a tool-use turn when thinking is on, and a call's ``provider_specific_fields``,
@@ -301,7 +320,7 @@ async def _claims(runtime: Engine, ref: CaseRef, final: str | None, repeat: int,
 # -- the result -----------------------------------------------------------------------------------------
 
 
-def _usage(replies: list[ModelReply], judge_usage: dict[str, CaseUsage]) -> tuple[CaseUsage, float]:
+def summed_usage(replies: list[ModelReply], judge_usage: dict[str, CaseUsage]) -> tuple[CaseUsage, float]:
     fresh = [r for r in replies if not r.cached]
     costs = [r.cost_usd for r in fresh]
     usage: CaseUsage = {

@@ -23,7 +23,7 @@ from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
 from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
-from pytest_mcpeval.run import facts, flow, single
+from pytest_mcpeval.run import facts, flow, search, searching, single
 from pytest_mcpeval.run.cache import ResponseCache
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result, missing_tools
 from pytest_mcpeval.run.dispatch import Dispatcher, DispatchSettings
@@ -41,6 +41,7 @@ class Runtime(Engine):
         super().__init__(root_dir, log_dir, dispatcher, repeats, connect_timeout, settings)
         self._prefetched: set[str] = set()
         self._flows: dict[tuple[int, int], concurrent.futures.Future[CaseResult]] = {}  # by (id(ref), repeat)
+        self.model_names = set(settings.models) if settings is not None else set()  # MODEL beside MODEL+search
 
     def needs_prefetch(self, group: str) -> bool:
         return group not in self._prefetched
@@ -60,8 +61,11 @@ class Runtime(Engine):
                 continue  # the item itself reports the error
             if ref.model is None or missing_tools(ref.expectations(), catalog):
                 continue
+            # a flow answered by mocks, or a case's searches (answered here): a conversation started ahead
+            conversation = (ref.case.is_flow and ref.case.execute != "live") or (
+                not ref.case.is_flow and self.search_config(ref) is not None)
             for repeat in range(self.repeats):
-                if ref.case.is_flow and ref.case.execute != "live" and not ref.model.target.startswith(LOCAL_PREFIX):
+                if conversation and not ref.model.target.startswith(LOCAL_PREFIX):
                     self._flows[(id(ref), repeat)] = self._start_flow(ref, override, repeat)
                 else:
                     self.dispatcher.submit(self.unit(ref, catalog, repeat))
@@ -69,7 +73,7 @@ class Runtime(Engine):
     def run(self, ref: CaseRef, override: Any, repeat: int = 0) -> CaseResult:
         """The result of one repeat of a case; infrastructure problems are returned with ``error`` set."""
         started = self._flows.pop((id(ref), repeat), None)
-        if started is None and ref.case.is_flow:
+        if started is None and (ref.case.is_flow or self.search_config(ref) is not None):
             started = self._start_flow(ref, override, repeat)
         if started is not None:
             try:
@@ -83,15 +87,26 @@ class Runtime(Engine):
         result, catalog = prepared
         return single.evaluate(self, ref, catalog, repeat, result)
 
+    def search_config(self, ref: CaseRef) -> searching.SearchConfig | None:
+        """The tool search a case runs under (``None``: the whole catalog)."""
+        if ref.model is None:
+            return None
+        return searching.config_for(ref.model, self.tool_search, ref.bench.spec.tool_search, ref.case.tool_search,
+                                 self.model_names | set(ref.bench.spec.models))
+
     def _start_flow(self, ref: CaseRef, override: Any, repeat: int) -> concurrent.futures.Future[CaseResult]:
-        """The flow as a task of the loop (its tools and checks prepared here, on the main thread)."""
+        """The flow, or the searches of a case under tool search, as a task of the loop (its tools and checks
+        prepared here, on the main thread)."""
         prepared = self._prepare(ref, override, repeat)
         if not isinstance(prepared, tuple):
             done: concurrent.futures.Future[CaseResult] = concurrent.futures.Future()
             done.set_result(prepared)
             return done
         result, catalog = prepared
-        return self.core.start(flow.evaluate, self, ref, catalog, repeat, result)
+        config = self.search_config(ref)
+        if config is not None and not ref.case.is_flow:
+            return self.core.start(search.evaluate, self, ref, catalog, repeat, result, config)
+        return self.core.start(flow.evaluate, self, ref, catalog, repeat, result, config)
 
     def _identity(self, ref: CaseRef, repeat: int) -> dict[str, Any]:
         assert ref.model is not None

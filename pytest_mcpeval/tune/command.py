@@ -21,6 +21,7 @@ from pytest_mcpeval.cli import json_object, one_line_usage
 from pytest_mcpeval.gate.power import min_changed
 from pytest_mcpeval.storage import unwritable_folder
 from pytest_mcpeval.text import did_you_mean, plural
+from pytest_mcpeval.tool_search import option as tool_search_option
 from pytest_mcpeval.tune import TuneError
 from pytest_mcpeval.tune.candidates import Candidate, Proposer, check_tools, distinct, load_candidates
 from pytest_mcpeval.tune.evaluate import Evaluation, Evaluator
@@ -54,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path(".mcpeval/tune"), help="output folder")
     parser.add_argument("--max-cost", type=float, default=None, metavar="USD",
                         help="the USD all evaluations may spend (passed on as --mcp-max-cost)")
+    parser.add_argument("--tool-search", metavar="METHOD[:K]", default=None,
+                        help="evaluate under tool search (passed on as --mcp-tool-search): a rewrite is then judged by "
+                        "findability and choice together (docs/tool-search.md)")
     parser.add_argument("--pytest-args", default="", metavar="ARGS",
                         help="more pytest arguments for every evaluation, e.g. \"-o mcp_model_params='...'\"")
 
@@ -98,6 +102,12 @@ def _check(args: argparse.Namespace) -> dict[str, Any]:
         args.pytest_arguments = shlex.split(args.pytest_args)
     except ValueError as exc:
         raise TuneError(f"--pytest-args={args.pytest_args!r}: {exc}") from None
+    if args.tool_search is not None:
+        try:
+            tool_search_option(args.tool_search)
+        except argparse.ArgumentTypeError as exc:
+            raise TuneError(f"--tool-search: {exc}") from None
+        args.pytest_arguments.append(f"--mcp-tool-search={args.tool_search}")
     problem = unwritable_folder(args.out, OUT_FILES)  # now, not after every evaluation has been paid for
     if problem:
         raise TuneError(f"--out={args.out}: {problem}")
