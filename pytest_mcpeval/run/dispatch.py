@@ -100,11 +100,10 @@ class Dispatcher:
             return self._local(unit)
         future = self._futures.pop(unit.key, None)
         if future is None:
-            if not self._called(unit):  # a replay: in this thread
-                try:
-                    return self._recorded(unit)
-                except LookupError:  # the entry cannot be read: the call is made again (and the entry noted)
-                    pass
+            recorded = None if self._called(unit) else self._recorded(unit, [])  # a replay: in this thread
+            if recorded is not None:
+                return recorded
+            # else the entry cannot be read: the call is made again (and the entry noted)
             future = self.core.start(self._fetch, unit)
         try:
             return self.core.wait(future)
@@ -168,9 +167,9 @@ class Dispatcher:
             bad.append(exc)
             return None
 
-    def _recorded(self, unit: Unit, bad: list[BadEntry] | None = None) -> ModelReply:
-        """The recorded reply of ``unit`` (a :class:`ModelCallError` under ``--mcp-record=none`` when there is none)."""
-        bad = [] if bad is None else bad
+    def _recorded(self, unit: Unit, bad: list[BadEntry]) -> ModelReply | None:
+        """The recorded reply of ``unit``, or ``None`` (a :class:`ModelCallError` under ``--mcp-record=none``, where
+        there is nothing else); an unreadable entry at its key is added to ``bad``."""
         reply = self._replay(unit, bad)
         if reply is not None:
             self._note_bad(bad, REPLAYED_OLDER)  # the entry of the current key was bad, the older key's answered
@@ -185,7 +184,7 @@ class Dispatcher:
                 f"{unit.label}: no recorded response (--mcp-record=none replays only); record it by "
                 "running once with --mcp-record=new and a key for the model"
             )
-        raise LookupError(unit.key)
+        return None
 
     def _may_call(self, unit: Unit) -> None:
         """Raise :class:`ModelCallError` when the call must not be made: the run is ending, the model's key was
@@ -204,10 +203,9 @@ class Dispatcher:
     async def _fetch(self, unit: Unit) -> ModelReply:
         """The call made, within the model's concurrency (or its recorded reply, read first)."""
         bad: list[BadEntry] = []
-        try:
-            return self._recorded(unit, bad)
-        except LookupError:
-            pass
+        recorded = self._recorded(unit, bad)
+        if recorded is not None:
+            return recorded
         try:
             async with self.core.limit(unit.model.name, self.pool_size(unit.model)):
                 self._may_call(unit)  # asked once the call has its place: the run may have changed meanwhile
