@@ -137,6 +137,16 @@ class Catalog:
         keep = set(names)
         return Catalog([tool for tool in self.tools if tool["name"] in keep])
 
+    def deferred(self, search_tool: Mapping[str, Any], loaded: Iterable[str]) -> Catalog:
+        """This catalog as a provider's own tool search is sent it (docs/tool-search.md#native): ``search_tool``
+        first, then every tool with ``defer_loading: true`` but the ``loaded`` ones (calls map back as before)."""
+        keep = set(loaded)
+        sent = copy.copy(self)
+        sent.openai_tools = [dict(search_tool), *(
+            tool if self.from_openai_name[tool["function"]["name"]] in keep else {**tool, "defer_loading": True}
+            for tool in self.openai_tools)]
+        return sent
+
     def hashes(self) -> dict[str, str]:
         return {t["name"]: tool_hash(t) for t in self.tools}
 

@@ -183,8 +183,9 @@ def _calls(group: pytest.OptionGroup) -> None:
     group.addoption(
         "--mcp-tool-search", dest="mcp_tool_search", metavar="METHOD[:K]", type=tool_search_option, default=None,
         help="run cases under tool search: the model is shown a search tool (bm25, regex or embedding), "
-        "each search answers with the top K tools (default 5) and loads them; a file or case key `tool_search` is "
-        "over it, `tool_search: off` opts a case out (docs/tool-search.md)",
+        "each search answers with the top K tools (default 5) and loads them; native or native-regex: Anthropic's "
+        "own server-side search; a file or case key `tool_search` is over it, `tool_search: off` opts a case out "
+        "(docs/tool-search.md)",
     )
     group.addoption(
         "--mcp-prompt-cache", dest="mcp_prompt_cache", metavar="MODE", type=prompt_cache_mode, default=None,

@@ -13,6 +13,10 @@ Anthropic's tool references are.  Two methods rank here, both over the fields An
   that does not compile (or is longer than 200 characters, Anthropic's limit) is :class:`SearchError`.
 
 ``embedding`` (the local retriever's ranking) is made by the strategy that owns the model (run.search).
+
+``native`` and ``native-regex`` are the provider's own search (:data:`NATIVE`): the whole catalog is sent with
+``defer_loading: true`` and Anthropic's search tool (:func:`native_tool`); the provider searches and loads, and
+the searches are read back from its reply.  :func:`native_problem` says which models run it.
 Pure: no I/O, no model.
 """
 
@@ -25,7 +29,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 SEARCH_TOOL = "tool_search"
-METHODS = ("bm25", "regex", "embedding")
+# the provider's own search: method -> Anthropic's search tool (its type, and the name its calls carry)
+NATIVE = {"native": ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25"),
+          "native-regex": ("tool_search_tool_regex_20251119", "tool_search_tool_regex")}
+METHODS = ("bm25", "regex", "embedding", *NATIVE)
 DEFAULT_TOP_K = 5
 DEFAULT_MAX_SEARCHES = 3
 MAX_PATTERN = 200  # characters of a regex pattern (Anthropic's limit for its regex search tool)
@@ -33,6 +40,10 @@ LINE_CAP = 200  # characters of a tool's one-line description in a search's answ
 K1 = 1.2
 B = 0.75
 
+# the litellm routes that send Anthropic's search tool and defer_loading as Anthropic's Messages API takes them:
+# anthropic/ (and a bare claude-* name, which litellm sends there), and the Claude models of azure_ai/ (Microsoft
+# Foundry), vertex_ai/ and bedrock/invoke/ (Bedrock runs it through InvokeModel only, not Converse)
+_NATIVE_ROUTE = re.compile(r"^(anthropic/|claude-|(azure_ai|vertex_ai|bedrock/invoke)/.*claude)", re.IGNORECASE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -62,6 +73,21 @@ def search_tool(method: str) -> dict[str, Any]:
         "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": _QUERY[method]}},
                         "required": ["query"]},
     }
+
+
+def native_tool(method: str) -> dict[str, Any]:
+    """The provider's search tool of a ``native`` method, as litellm takes it in ``tools`` (Anthropic's shape)."""
+    type_, name = NATIVE[method]
+    return {"type": type_, "name": name}
+
+
+def native_problem(name: str, target: str) -> str | None:
+    """Why model ``name`` (litellm model string ``target``) cannot run a native search, or ``None`` when it can."""
+    if _NATIVE_ROUTE.match(target):
+        return None
+    return (f"model {name} ({target}): native tool search is the provider's own, run by Anthropic (anthropic/..., "
+            "and litellm's azure_ai/, vertex_ai/ and bedrock/invoke/ Claude routes), not by this model's provider: "
+            "use --mcp-tool-search=bm25 (the same search on the client side, with any model)")
 
 
 def tokenize(text: str) -> list[str]:
@@ -144,6 +170,9 @@ def option(text: str) -> tuple[str, int | None]:
         raise argparse.ArgumentTypeError(f"{text!r} is not METHOD[:K] with METHOD one of {', '.join(METHODS)}")
     if not sep:
         return method, None
+    if method in NATIVE:
+        raise argparse.ArgumentTypeError(f"{text!r}: K does not apply to {method}: the provider decides how many "
+                                         f"tools each search surfaces (use {method})")
     if not k.isdigit() or int(k) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: K must be a whole number >= 1 (the tools a search answers with)")
     return method, int(k)

@@ -162,7 +162,7 @@ def test_the_search_bound(pytester: pytest.Pytester, model_server: ScriptedModel
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    ("fuzzy", "'fuzzy' is not METHOD[:K] with METHOD one of bm25, regex, embedding"),
+    ("fuzzy", "'fuzzy' is not METHOD[:K] with METHOD one of bm25, regex, embedding, native, native-regex"),
     ("bm25:0", "'bm25:0': K must be a whole number >= 1 (the tools a search answers with)"),
 ])
 def test_a_bad_option_is_one_line(pytester: pytest.Pytester, value: str, message: str) -> None:

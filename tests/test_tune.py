@@ -198,7 +198,7 @@ def test_proposer_sees_train_misses_only(project: Path, keyword_model: KeywordMo
     (["--candidates", "candidates.yaml", "--pytest-args", "'-o"], "--pytest-args=\"'-o\": No closing quotation"),
     (["--candidates", "candidates.yaml", "--max-token-growth", "nan"], "--max-token-growth=nan: expected a finite"),
     (["--candidates", "candidates.yaml", "--tool-search", "fuzzy"],
-     "--tool-search: 'fuzzy' is not METHOD[:K] with METHOD one of bm25, regex, embedding"),
+     "--tool-search: 'fuzzy' is not METHOD[:K] with METHOD one of bm25, regex, embedding, native, native-regex"),
 ])
 def test_usage_errors(project: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "bad.yaml").write_text("version: 1\ncandidates:\n  serch: [x]\n")

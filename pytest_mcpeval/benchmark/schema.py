@@ -184,14 +184,17 @@ class Claim(_Strict):
 class ToolSearch(_Strict):
     """Tool search (docs/tool-search.md): the model is shown a search tool, not the catalog."""
 
-    method: Literal["bm25", "regex", "embedding"] | None = Field(
+    method: Literal["bm25", "regex", "embedding", "native", "native-regex"] | None = Field(
         default=None,
-        description="bm25 (keywords), regex (a Python pattern) or embedding (local/minilm ranks the tools); "
+        description="bm25 (keywords), regex (a Python pattern) or embedding (local/minilm ranks the tools), on the "
+        "client side; native (BM25) or native-regex: Anthropic's own server-side search; "
         "default: the method of --mcp-tool-search, else no search.",
     )
-    top_k: int | None = Field(default=None, ge=1, description=f"Tools a search answers with (default {DEFAULT_TOP_K}).")
+    top_k: int | None = Field(default=None, ge=1, description=f"Tools a search answers with (default {DEFAULT_TOP_K}; "
+                              "not with native search, where the provider decides).")
     max_searches: int | None = Field(
-        default=None, ge=1, description=f"Searches a case may make (default {DEFAULT_MAX_SEARCHES}).")
+        default=None, ge=1, description=f"Searches a case may make (default {DEFAULT_MAX_SEARCHES}; not with native "
+        "search, where the provider decides).")
     always_loaded: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, description="Tools shown with the search tool from the start (found without a search).")
 

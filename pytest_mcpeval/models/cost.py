@@ -139,11 +139,15 @@ def with_cache_breakpoints(model: ModelSpec, messages: list[dict[str, Any]], too
                            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``messages`` and ``tools`` with Anthropic ``cache_control`` breakpoints on the last tool and a leading
     system message, when ``model.prompt_cache`` is on and its provider needs them; else unchanged.  The lists
-    given are not changed (the caller hashed them into the cache key): copies are marked."""
+    given are not changed (the caller hashed them into the cache key): copies are marked.  Under native tool search
+    the breakpoint goes on the last tool loaded from the start: a deferred tool is not part of the prompt's prefix
+    (and litellm sends no ``cache_control`` on the search tool), so with none loaded only the system message has one."""
     if not model.prompt_cache or not caches_on_request(model):
         return messages, tools
-    if tools and "cache_control" not in tools[-1]:
-        tools = [*tools[:-1], {**tools[-1], "cache_control": dict(CACHE_CONTROL)}]
+    last = next((i for i in range(len(tools) - 1, -1, -1)
+                 if tools[i].get("type") == "function" and not tools[i].get("defer_loading")), None)
+    if last is not None and "cache_control" not in tools[last]:
+        tools = [*tools[:last], {**tools[last], "cache_control": dict(CACHE_CONTROL)}, *tools[last + 1:]]
     if messages and messages[0].get("role") == "system":
         first = messages[0]
         content = first.get("content")

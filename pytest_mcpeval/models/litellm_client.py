@@ -18,7 +18,7 @@ copy (the caller hashes the conversation into cache keys).  Each call's ``id`` i
 when the provider gave none: :func:`_call_id`).
 
 A reply keeps its finish reason: litellm's normalised one and the provider's own where litellm keeps it
-(:func:`_finish_reasons`).
+(:func:`_finish_reasons`), and the searches the provider ran under its own tool search (:func:`_server_searches`).
 
 One reply litellm cannot hand over is read on this side of the call: tool-call arguments nested deeper than
 ``json`` can parse (litellm parses them to spot OpenAI's ``multi_tool_use.parallel`` and rejects the whole,
@@ -143,7 +143,46 @@ async def acomplete(model: ModelSpec, messages: list[dict[str, Any]], tools: lis
     return ModelReply(calls=calls, content=message_obj.content, usage=read_usage(getattr(response, "usage", None)),
                       latency_s=latency, cost_usd=response_cost(model, hidden.get("response_cost")),
                       attempts=attempt, params_sent=params_sent(model), thinking_blocks=_thinking_blocks(message_obj),
-                      finish_reason=finish, provider_finish_reason=native)
+                      finish_reason=finish, provider_finish_reason=native, searches=_server_searches(message_obj))
+
+
+def _server_searches(message: Any) -> list[dict[str, Any]] | None:
+    """The searches of the provider's own tool search in the reply (docs/tool-search.md#native), in order, each
+    ``{"query", "tools"}`` (the tool names it surfaced, best first) and ``"error"`` (the provider's error code);
+    ``None`` when it ran none.  Anthropic answers a search with a ``server_tool_use`` block (``input.query``) and a
+    ``tool_search_tool_result`` block (``content.tool_references``: ``{"type": "tool_reference", "tool_name"}``, or
+    ``content.error_code``).  litellm keeps both in the message's ``provider_specific_fields``: the first as an
+    OpenAI-style call in ``server_tool_calls`` (left out of ``tool_calls``: nothing for the client to run), the second
+    as it came in ``tool_results`` (litellm/llms/anthropic/chat/transformation.py, _build_provider_specific_fields)."""
+    fields = getattr(message, "provider_specific_fields", None)
+    if not isinstance(fields, dict):
+        return None
+    results = {r.get("tool_use_id"): r for r in fields.get("tool_results") or []
+               if isinstance(r, dict) and r.get("type") == "tool_search_tool_result"}
+    searches: list[dict[str, Any]] = []
+    for call in fields.get("server_tool_calls") or []:
+        call = dict(call) if isinstance(call, dict) else {}
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        result = results.get(call.get("id"))
+        if result is None and not str(function.get("name") or "").startswith("tool_search"):
+            continue  # another server tool (web search, code execution)
+        try:
+            args = json.loads(function.get("arguments") or "{}")
+        except (ValueError, RecursionError):
+            args = None
+        query = (args.get("query") or args.get("pattern")) if isinstance(args, dict) else None
+        search: dict[str, Any] = {"query": query if isinstance(query, str) else "", "tools": []}
+        content = result.get("content") if result is not None else None
+        if isinstance(content, dict) and isinstance(content.get("tool_references"), list):
+            search["tools"] = [str(r["tool_name"]) for r in content["tool_references"]
+                               if isinstance(r, dict) and r.get("type") == "tool_reference" and r.get("tool_name")]
+        elif isinstance(content, dict) and content.get("error_code"):
+            search["error"] = str(content["error_code"])
+        else:  # no result block for the search (or one of another shape): it surfaced nothing the reply shows
+            search["error"] = "no result"
+        searches.append(search)
+    return searches or None
 
 
 def _keep_raw(details: Any, seen: list[Any]) -> None:

@@ -15,6 +15,11 @@ flow sends the same conversation): the reply's signed ``thinking_blocks`` (Anthr
 call's ``fields`` (a Gemini call's ``thought_signature``).  Both are left out of an entry that has none, so
 entries without them read and write as before.
 
+A reply to a request under the provider's own tool search (docs/tool-search.md#native) keeps ``searches``: each
+search the provider ran, in order, as ``{"query": TEXT, "tools": [API names surfaced, best first]}`` (and
+``"error"``: the provider's error code, when it answered one); the entry keeps them, so a replay reads the same
+searches.  Left out of an entry without them.
+
 A reply from litellm also keeps ``params_sent`` (what the report shows of the parameters the call was made
 with): the cache entry carries it beside the reply, so a replay needs no litellm to report it.
 """
@@ -66,6 +71,8 @@ class ModelReply:
     provider_finish_reason: str | None = None
     # the shapes ("fence", "json", "tag") of the calls a serving layer parsed from the reply's text (models/llama)
     parsed_from_text: str | None = None
+    # the searches the provider ran for this reply (native tool search), in order; None without
+    searches: list[dict[str, Any]] | None = None
 
     def to_entry(self) -> dict[str, Any]:
         data = asdict(self)
@@ -85,6 +92,8 @@ class ModelReply:
             del data["content_truncated"]
         if data["parsed_from_text"] is None:
             del data["parsed_from_text"]
+        if data["searches"] is None:
+            del data["searches"]
         del data["params_sent"]  # kept beside the reply in the entry (run.dispatch)
         return data
 
@@ -93,6 +102,7 @@ class ModelReply:
         calls = [RawCall(str(c["name"]), str(c["arguments"]), str(c.get("id") or ""), dict(c.get("fields") or {}))
                  for c in data.get("calls", [])]
         blocks = data.get("thinking_blocks")
+        searches = data.get("searches")
         ranking = data.get("ranking")
         return cls(
             calls=calls,
@@ -109,4 +119,5 @@ class ModelReply:
             finish_reason=str(data["finish_reason"]) if data.get("finish_reason") else None,
             provider_finish_reason=str(data["provider_finish_reason"]) if data.get("provider_finish_reason") else None,
             parsed_from_text=str(data["parsed_from_text"]) if data.get("parsed_from_text") else None,
+            searches=[dict(s) for s in searches if isinstance(s, dict)] if isinstance(searches, list) else None,
         )

@@ -33,7 +33,8 @@ def notes(case: Mapping[str, Any]) -> list[str]:
         surfaced = search.get("surfaced") or []
         found = ", ".join(surfaced[:SURFACED]) + (f", ... {len(surfaced) - SURFACED} more" if len(surfaced) > SURFACED
                                                   else "") if surfaced else "no tool"
-        out.append(f"searched ({search.get('method')}, top {search.get('top_k')}) for {queries}: surfaced {found}")
+        top = f", top {search['top_k']}" if search.get("top_k") is not None else ""
+        out.append(f"searched ({search.get('method')}{top}) for {queries}: surfaced {found}")
     written = case.get("text_calls") or []
     if written:
         shown = "; ".join(f"{c.get('tool')} {c.get('raw') if c.get('args') is None else canonical_json(c['args'])}"

@@ -86,7 +86,7 @@ class CaseSearch(TypedDict):
     """A case run under tool search (docs/tool-search.md): the model's searches and what they surfaced."""
 
     method: str
-    top_k: int
+    top_k: NotRequired[int]  # the tools a search answers with (not under native search: the provider decides)
     queries: list[str]  # each search's query (or pattern), in order
     surfaced: list[str]  # every tool a search answered with, best rank first (then first surfaced)
     found: dict[str, int | None]  # per expected tool not always loaded: its best rank in a search (1 = first), or None

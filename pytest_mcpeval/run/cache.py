@@ -146,6 +146,16 @@ class _Call(BaseModel):
     fields: dict[str, Any] | None = None  # what the provider needs back with the call (Gemini's thought_signature)
 
 
+class _Search(BaseModel):
+    """One search the provider ran for a reply (native tool search): its query and the tools it surfaced."""
+
+    model_config = _STRICT
+
+    query: str
+    tools: list[str] = []
+    error: str | None = None
+
+
 class _Reply(BaseModel):
     """:meth:`ModelReply.to_entry` as read back: ``calls`` is required (an empty object is no reply, not a reply
     that called nothing); the rest has the defaults of entries written before it was kept."""
@@ -165,6 +175,7 @@ class _Reply(BaseModel):
     thinking_blocks: list[dict[str, Any]] | None = None  # signed, sent back unchanged on a flow's next turn
     finish_reason: str | None = None
     provider_finish_reason: str | None = None
+    searches: list[_Search] | None = None
 
 
 class _Entry(BaseModel):

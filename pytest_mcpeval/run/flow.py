@@ -64,7 +64,7 @@ from pytest_mcpeval.results import (
 from pytest_mcpeval.run.case import CaseError, CaseRef, error_result
 from pytest_mcpeval.run.dispatch import Unit
 from pytest_mcpeval.run.judge import JudgeError, judge_claims
-from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_loaded, searched, searched_diagnosis
+from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_search, searched, searched_diagnosis
 from pytest_mcpeval.run.single import CONTENT_CAP, text_calls, utf8_safe
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call
@@ -116,7 +116,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
         if unknown:
             raise CaseError("; ".join(unknown))
         if search is not None:
-            check_loaded(ref, search, catalog, result)
+            check_search(ref, search, catalog, result)
         replies, final, finished, unmatched = await _converse(runtime, ref, catalog, repeat, trajectory, searches)
         result["turns"] = len(replies)
         result["unmatched"] = unmatched

@@ -12,6 +12,8 @@ and before any of them runs:
 * each server of a benchmark file (``command``, ``url``, ``python``) must start, complete the MCP handshake
   and list its tools within ``--mcp-connect-timeout``; not when a ``conftest.py`` overrides ``mcp_server`` (the
   fixture decides the server then, per item);
+* a model that runs cases under native tool search (``--mcp-tool-search=native``, a ``tool_search`` key) must be one
+  whose provider runs it (Anthropic's routes: :func:`pytest_mcpeval.tool_search.native_problem`);
 * a local llama.cpp model (``local/qwen2.5-coder-*``, ``local/gguf:PATH``) is started, once the rest holds, with
   the context its cases' largest catalog needs (models/llama/sizing.py): a catalog that cannot fit, or a server
   that dies while starting (SIGILL on a processor the build does not suit), is its line.  The server stays up for
@@ -67,7 +69,8 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
     servers: dict[str, tuple[Benchmark, str]] = {}
     served: list[tuple[str, Benchmark, Case, ModelSpec]] = []  # the cases of local llama.cpp models, by server key
     judged = False
-    for bench, case, model in cases:
+    cases_list = list(cases)
+    for bench, case, model in cases_list:
         models.setdefault(model.name, model)
         judged = judged or needs_judge(case)
         spec = bench.spec.server
@@ -81,6 +84,7 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
         judge = settings.registry.resolve(settings.judge_model)
         models.setdefault(judge.name, judge)
     problems = [line for model in models.values() if (line := _model_problem(config, model)) is not None]
+    problems += _native_problems(config, cases_list)
     if servers and not server_overridden(config):
         problems += _server_problems(config, list(servers.values()))
     if served and not problems:
@@ -122,6 +126,24 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
     if not missing_keys(model):
         return None
     return f"{label}: {no_key_message(model, 'no key found')}"
+
+
+def _native_problems(config: pytest.Config, cases: list[tuple[Benchmark, Case, ModelSpec]]) -> list[str]:
+    """A line for each model that would run a case under native tool search and whose provider does not run it."""
+    from pytest_mcpeval.run.searching import config_for
+    from pytest_mcpeval.tool_search import NATIVE, native_problem
+
+    settings = config.stash[SETTINGS_KEY]
+    lines: dict[str, str] = {}
+    for bench, case, model in cases:
+        if model.name in lines:
+            continue
+        search = config_for(model, settings.tool_search, bench.spec.tool_search, case.tool_search,
+                            set(settings.models) | set(bench.spec.models))
+        problem = native_problem(model.name, model.target) if search is not None and search.method in NATIVE else None
+        if problem is not None:
+            lines[model.name] = problem
+    return list(lines.values())
 
 
 def _calls_needed(config: pytest.Config, model: ModelSpec) -> bool:

@@ -11,6 +11,13 @@ is, against the case's whole catalog, and the diagnosis says whether the search 
 (:mod:`pytest_mcpeval.scoring.search`).  Each request is a :class:`~pytest_mcpeval.run.dispatch.Unit` whose key
 hashes the whole conversation and the tools shown, so a search case replays from the cache like a flow; it runs as
 a task of the process's event loop, as a flow does.  Usage and latency sum every request of the case.
+
+Under native search (``native``, ``native-regex``) the provider searches: one request carries the whole catalog,
+deferred, and the provider's search tool; the provider runs the searches and loads the tools they surface within
+the request, and the reply says what it searched and found (``ModelReply.searches``), which fills the same view.
+
+A reply the provider's safety filter withheld makes the case an error with ``blocked`` (as a single call's does); an
+error after some searches keeps them in ``search``.
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.results import CalledTool, CaseResult
 from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_result
 from pytest_mcpeval.run.dispatch import Unit
-from pytest_mcpeval.run.flow import call_id, summed_usage
-from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_loaded
+from pytest_mcpeval.run.flow import Blocked, call_id, summed_usage
+from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_search
 from pytest_mcpeval.run.single import CONTENT_CAP, utf8_safe
 from pytest_mcpeval.scoring import search as scored
 from pytest_mcpeval.scoring import stops
@@ -46,20 +53,23 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     search = Searches(config, catalog)
     replies: list[ModelReply] = []
     try:
-        check_loaded(ref, config, catalog, result)
+        check_search(ref, config, catalog, result)
         last, shown = await _converse(runtime, ref, repeat, search, replies)
     except ModelCallError as exc:
-        return error_result(result, expects, utf8_safe(str(exc).removeprefix(f"{runtime.label(ref)}: ")))
+        if isinstance(exc, Blocked):  # as a single call records it (run.single)
+            _ending(result, replies[-1])
+            result["blocked"] = exc.reason
+        message = utf8_safe(str(exc).removeprefix(f"{runtime.label(ref)}: "))
+        return _searched_error(result, expects, message, search)
     except Misplaced as exc:
         return error_result(result, expects, str(exc))
     except CaseError as exc:
-        return error_result(result, expects, f"{result['file']}:{result['line']}: case `{ref.case.id}`: {exc}")
+        message = f"{result['file']}:{result['line']}: case `{ref.case.id}`: {exc}"
+        return _searched_error(result, expects, message, search)
     searching = SEARCH_TOOL in shown.by_name  # a call of it past the bound is a call of a tool it was not shown
     calls = [_parsed(c, shown, catalog) for c in last.calls if not searching or shown.mcp_name(c.name) != SEARCH_TOOL]
     result.update(score_case(expects, calls, catalog))
-    for name in ("finish_reason", "provider_finish_reason"):
-        if getattr(last, name) is not None:
-            result[name] = getattr(last, name)
+    _ending(result, last)
     view = search.view([e.tool for e in expects])
     result["search"] = view
     result["search_recall"] = scored.case_recall(view)
@@ -81,6 +91,20 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
         known = next((r.params_sent for r in replies if r.params_sent is not None), None)
         runtime.facts.note_model(ref.model.name, known if known is not None else params_sent(ref.model))
     return cast(CaseResult, utf8_safe(result))
+
+
+def _ending(result: dict[str, Any], reply: ModelReply) -> None:
+    """The case's finish reasons: those of its last reply."""
+    for name in ("finish_reason", "provider_finish_reason"):
+        if getattr(reply, name) is not None:
+            result[name] = getattr(reply, name)
+
+
+def _searched_error(result: dict[str, Any], expects: list[Any], message: str, search: Searches) -> CaseResult:
+    """An error result that keeps the searches made before the error (what the model looked for is known)."""
+    if search.queries:
+        result["search"] = search.view([e.tool for e in expects])
+    return cast(CaseResult, utf8_safe(error_result(result, expects, message)))
 
 
 def _parsed(raw: RawCall, shown: Catalog, catalog: Catalog) -> CalledTool:
@@ -106,9 +130,14 @@ async def _converse(runtime: Engine, ref: CaseRef, repeat: int, search: Searches
                             "calls tools with arguments")
         reply = await runtime.dispatcher.fetch(Unit.make(ref.model, copy.deepcopy(conversation), shown, repeat, label))
         replies.append(reply)
+        if search.native:  # the provider searched within the request: one reply is the answer
+            search.read(reply)
         reason = stops.blocked(reply.finish_reason, reply.provider_finish_reason)
         if reason is not None:
-            raise ModelCallError(stops.blocked_message(f"{ref.model.name} ({ref.model.target})", reason, turn))
+            where = None if search.native else turn
+            raise Blocked(stops.blocked_message(f"{ref.model.name} ({ref.model.target})", reason, where), reason)
+        if search.native:
+            return reply, search.catalog
         searches = [c for c in reply.calls if shown.mcp_name(c.name) == SEARCH_TOOL]
         if not searches or len(searches) < len(reply.calls) or not search.open:
             return reply, shown

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.models.config import SEARCH_SUFFIX
-from pytest_mcpeval.models.reply import RawCall
+from pytest_mcpeval.models.reply import ModelReply, RawCall
 from pytest_mcpeval.results import CaseSearch, TrajectoryCall
 from pytest_mcpeval.run.case import CaseError, CaseRef
 from pytest_mcpeval.scoring import search as scored
@@ -24,9 +24,12 @@ from pytest_mcpeval.text import did_you_mean
 from pytest_mcpeval.tool_search import (
     DEFAULT_MAX_SEARCHES,
     DEFAULT_TOP_K,
+    NATIVE,
     SEARCH_TOOL,
     SearchError,
     answer_text,
+    native_problem,
+    native_tool,
     rank,
     search_tool,
 )
@@ -96,11 +99,27 @@ class Searches:
     def open(self) -> bool:
         return len(self.queries) < self.config.max_searches
 
+    @property
+    def native(self) -> bool:
+        """Whether the provider searches (its reply says what: :meth:`read`), not the plugin."""
+        return self.config.method in NATIVE
+
     def shown(self) -> Catalog:
-        """The tools of the next request: the search tool while searches are left, then the loaded tools."""
+        """The tools of the next request: the search tool while searches are left, then the loaded tools; under
+        native search the provider's search tool and the whole catalog, deferred but the tools always loaded."""
+        if self.native:
+            return self.catalog.deferred(native_tool(self.config.method), self.config.always_loaded)
         tools = [search_tool(self.config.method)] if self.open else []
         keep = set(self.loaded)
         return Catalog(tools + [t for t in self.catalog.tools if t["name"] in keep and t["name"] != SEARCH_TOOL])
+
+    def read(self, reply: ModelReply) -> None:
+        """Keep the searches the provider ran for ``reply`` (native search), the tools by their MCP names."""
+        for found in reply.searches or []:
+            self.queries.append(str(found.get("query") or ""))
+            self.answers.append([self.catalog.mcp_name(str(name)) for name in found.get("tools") or []])
+            if found.get("error"):
+                self.errors.append(str(found["error"]))
 
     async def answer(self, raw: RawCall) -> tuple[str, bool]:
         """The tool message's text for one search call, and whether it is an error."""
@@ -142,9 +161,11 @@ class Searches:
         return [name for name, _ in ranked]
 
     def view(self, expected: list[str]) -> CaseSearch:
-        view: CaseSearch = {"method": self.config.method, "top_k": self.config.top_k, "queries": self.queries,
+        view: CaseSearch = {"method": self.config.method, "queries": self.queries,
                             "surfaced": scored.surfaced(self.answers),
                             "found": scored.found_ranks(expected, self.answers, self.config.always_loaded)}
+        if not self.native:  # the provider decides how many tools a search of its own surfaces
+            view["top_k"] = self.config.top_k
         if self.config.always_loaded:
             view["always_loaded"] = list(self.config.always_loaded)
         if self.errors:
@@ -152,8 +173,17 @@ class Searches:
         return view
 
 
-def check_loaded(ref: CaseRef, config: SearchConfig, catalog: Catalog, result: dict[str, Any]) -> None:
-    """A tool ``always_loaded`` names that the server does not publish is an error at its line (file or case)."""
+def check_search(ref: CaseRef, config: SearchConfig, catalog: Catalog, result: dict[str, Any]) -> None:
+    """What makes a case under search an error before any call: native search with a model whose provider does not
+    run it, or in a flow; a tool ``always_loaded`` names that the server does not publish (at its line)."""
+    if config.method in NATIVE:
+        assert ref.model is not None
+        problem = native_problem(ref.model.name, ref.model.target)
+        if problem is None and ref.case.is_flow:
+            problem = (f"{config.method} tool search runs single-call cases: the provider's search is not carried "
+                       "from one turn of a flow to the next; a flow searches with bm25, regex or embedding")
+        if problem is not None:
+            raise CaseError(problem)
     unknown = [name for name in config.always_loaded if name not in catalog.by_name]
     if not unknown:
         return

@@ -236,6 +236,11 @@ ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 40
                    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
                    529: "overloaded_error"}
 THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+# Anthropic's server-side tool search ("Tool search tool" guide, platform.claude.com/docs/en/agents-and-tools/
+# tool-use/tool-search-tool): its two tools (type -> the name its calls carry) and the beta header it needs
+SEARCH_TOOL_TYPES = {"tool_search_tool_bm25_20251119": "tool_search_tool_bm25",
+                     "tool_search_tool_regex_20251119": "tool_search_tool_regex"}
+TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 
 
 class AnthropicFake(ProviderFake):
@@ -252,6 +257,18 @@ class AnthropicFake(ProviderFake):
     Renders content blocks (``thinking`` with ``signature``, ``text``, ``tool_use`` with ids
     ``toolu_{turn}_{index}``), ``stop_reason`` (``tool_use`` / ``end_turn`` or the reply's ``finish``) and
     ``usage`` with ``cache_creation_input_tokens`` / ``cache_read_input_tokens``.
+
+    Tool search (Anthropic's "Tool search tool" guide): a ``tool_search_tool_bm25_20251119`` /
+    ``tool_search_tool_regex_20251119`` tool and ``defer_loading`` on the others.  Refused: either without the
+    ``anthropic-beta: advanced-tool-use-2025-11-20`` header, a ``defer_loading`` that is not a boolean or on the search
+    tool itself, and a request whose every tool is deferred (``All tools have defer_loading set. At least one tool
+    must be non-deferred.``).  A reply's ``"searches": [{"query": "...", "tools": [names]} | {"query": "...", "error":
+    "invalid_pattern"}]`` is rendered before its calls as ``server_tool_use`` (``srvtoolu_{turn}_{index}``, the
+    request's search tool's name, ``input.query``) and ``tool_search_tool_result`` blocks (``content`` a
+    ``tool_search_tool_search_result`` with ``tool_references`` or a ``tool_search_tool_result_error`` with its
+    ``error_code``), and ``usage.server_tool_use.tool_search_requests``.  A script the provider could not answer so
+    is a 500 naming the mistake: a search without a search tool in the request, a reference to a tool it does not
+    hold, a call of a deferred tool no search of the reply surfaced.
 
     Prompt caching, as Anthropic's "Prompt caching" guide describes it: a ``cache_control`` breakpoint (on a
     tool, a system block or a message content block; at most 4, else 400 ``A maximum of 4 blocks with
@@ -347,6 +364,7 @@ class AnthropicFake(ProviderFake):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise Refusal(400, "messages: at least one message is required")
+        self._check_search(headers, list(body.get("tools") or []))
         for i, tool in enumerate(body.get("tools") or []):
             name = str(tool.get("name", ""))
             if tool.get("type") is None and not isinstance(tool.get("input_schema"), dict):
@@ -425,6 +443,50 @@ class AnthropicFake(ProviderFake):
         return str(body.get("model", "")), neutral
 
     @staticmethod
+    def _check_search(headers: dict[str, str], tools: list[dict[str, Any]]) -> None:
+        """Tool search's refusals (see the class)."""
+        betas = {b.strip() for b in headers.get("anthropic-beta", "").split(",")}
+        for i, tool in enumerate(tools):
+            searching = tool.get("type") in SEARCH_TOOL_TYPES
+            if (searching or "defer_loading" in tool) and TOOL_SEARCH_BETA not in betas:
+                raise Refusal(400, f"tools.{i}: tool search needs the beta header `anthropic-beta: {TOOL_SEARCH_BETA}`")
+            if "defer_loading" in tool and not isinstance(tool["defer_loading"], bool):
+                raise Refusal(400, f"tools.{i}.custom.defer_loading: Input should be a valid boolean")
+            if searching and tool.get("defer_loading"):
+                raise Refusal(400, f"tools.{i}: the tool search tool cannot have defer_loading set")
+        if tools and all(t.get("defer_loading") is True for t in tools):
+            raise Refusal(400, "All tools have defer_loading set. At least one tool must be non-deferred.")
+
+    def _searches(self, reply: dict[str, Any], tools: list[dict[str, Any]], turn: int) -> tuple[list[dict[str, Any]],
+                                                                                                   set[str]]:
+        """The blocks of the reply's scripted searches, and the tools they loaded."""
+        searches = reply.get("searches") or []
+        if not searches:
+            return [], set()
+        tool = next((t for t in tools if t.get("type") in SEARCH_TOOL_TYPES), None)
+        if tool is None:
+            raise Refusal(500, "fake: a search scripted for a request without a tool search tool", "api_error")
+        held = {str(t.get("name")) for t in tools if t.get("type") not in SEARCH_TOOL_TYPES}
+        blocks: list[dict[str, Any]] = []
+        loaded: set[str] = set()
+        for i, search in enumerate(searches):
+            id_ = f"srvtoolu_{turn}_{i}"
+            blocks.append({"type": "server_tool_use", "id": id_, "name": tool.get("name"),
+                           "input": {"query": search["query"]}})
+            if "error" in search:
+                content: dict[str, Any] = {"type": "tool_search_tool_result_error", "error_code": search["error"]}
+            else:
+                unknown = [n for n in search.get("tools", []) if n not in held]
+                if unknown:
+                    raise Refusal(500, f"fake: a search scripted to find {unknown}, tools the request does not hold",
+                                  "api_error")
+                loaded.update(search.get("tools", []))
+                content = {"type": "tool_search_tool_search_result", "tool_references": [
+                    {"type": "tool_reference", "tool_name": n} for n in search.get("tools", [])]}
+            blocks.append({"type": "tool_search_tool_result", "tool_use_id": id_, "content": content})
+        return blocks, loaded
+
+    @staticmethod
     def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
         content = message.get("content")
         if isinstance(content, str):
@@ -441,12 +503,20 @@ class AnthropicFake(ProviderFake):
                             "signature": signature(reply["thinking"])})
         if reply.get("content"):
             content.append({"type": "text", "text": reply["content"]})
+        tools = list(record["body"].get("tools") or [])
+        searched, loaded = self._searches(reply, tools, turn)
+        content.extend(searched)
+        deferred = {str(t.get("name")) for t in tools if t.get("defer_loading")}
         calls = reply.get("tool_calls", [])
+        hidden = [c["name"] for c in calls if c["name"] in deferred and c["name"] not in loaded]
+        if hidden:
+            raise Refusal(500, f"fake: a call scripted of {hidden}, deferred and surfaced by no search", "api_error")
         for i, call in enumerate(calls):
             content.append({"type": "tool_use", "id": call.get("id") or f"toolu_{turn}_{i}", "name": call["name"],
                             "input": _arguments(call)})
         usage = {**self._cache_usage(record["body"], len(json.dumps(record["body"])) // 4), "output_tokens": 7,
-                 **reply.get("usage", {})}
+                 **({"server_tool_use": {"tool_search_requests": len(reply["searches"])}} if reply.get("searches")
+                    else {}), **reply.get("usage", {})}
         return {"id": f"msg_fake_{turn}", "type": "message", "role": "assistant", "model": record["body"]["model"],
                 "content": content, "stop_reason": reply.get("finish", "tool_use" if calls else "end_turn"),
                 "stop_sequence": None, "usage": usage}
