@@ -138,7 +138,7 @@ class Catalog:
         return Catalog([tool for tool in self.tools if tool["name"] in keep])
 
     def deferred(self, search_tool: Mapping[str, Any], loaded: Iterable[str]) -> Catalog:
-        """This catalog as a provider's own tool search is sent it (docs/tool-search.md#native): ``search_tool``
+        """This catalog as a provider's own tool search is sent it (docs/tool-search.md, native search): ``search_tool``
         first, then every tool with ``defer_loading: true`` but the ``loaded`` ones (calls map back as before)."""
         keep = set(loaded)
         sent = copy.copy(self)

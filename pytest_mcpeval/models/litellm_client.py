@@ -147,7 +147,7 @@ async def acomplete(model: ModelSpec, messages: list[dict[str, Any]], tools: lis
 
 
 def _server_searches(message: Any) -> list[dict[str, Any]] | None:
-    """The searches of the provider's own tool search in the reply (docs/tool-search.md#native), in order, each
+    """The searches of the provider's own tool search in the reply (docs/tool-search.md, native search), in order, each
     ``{"query", "tools"}`` (the tool names it surfaced, best first) and ``"error"`` (the provider's error code);
     ``None`` when it ran none.  Anthropic answers a search with a ``server_tool_use`` block (``input.query``) and a
     ``tool_search_tool_result`` block (``content.tool_references``: ``{"type": "tool_reference", "tool_name"}``, or

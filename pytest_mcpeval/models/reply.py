@@ -15,7 +15,7 @@ flow sends the same conversation): the reply's signed ``thinking_blocks`` (Anthr
 call's ``fields`` (a Gemini call's ``thought_signature``).  Both are left out of an entry that has none, so
 entries without them read and write as before.
 
-A reply to a request under the provider's own tool search (docs/tool-search.md#native) keeps ``searches``: each
+A reply to a request under the provider's own tool search (docs/tool-search.md, native search) keeps ``searches``: each
 search the provider ran, in order, as ``{"query": TEXT, "tools": [API names surfaced, best first]}`` (and
 ``"error"``: the provider's error code, when it answered one); the entry keeps them, so a replay reads the same
 searches.  Left out of an entry without them.
