@@ -33,7 +33,8 @@ The API (stable: other tests build on it)::
                                                  # thoughtSignature, Ollama message.thinking, vLLM reasoning_content
      "finish": "max_tokens",                     # the provider-native stop reason, as is (default: the natural one)
      "usage": {"cache_read_input_tokens": 90},   # merged into the provider's usage object, in its own names
-     "block": "SAFETY"}                          # Gemini only: promptFeedback.blockReason and no candidates
+     "block": "SAFETY",                          # Gemini only: promptFeedback.blockReason and no candidates
+     "searches": [{"query": "issue", "tools": ["get_issue"]}]}  # Anthropic only: server-side tool search blocks
 
   and the errors: ``{"status": 429, "error": "slow down", "headers": {"retry-after": "0"}}`` is sent in the
   provider's error shape (Anthropic ``{"type": "error", "error": {"type", "message"}}``, Gemini
@@ -266,9 +267,10 @@ class AnthropicFake(ProviderFake):
     "invalid_pattern"}]`` is rendered before its calls as ``server_tool_use`` (``srvtoolu_{turn}_{index}``, the
     request's search tool's name, ``input.query``) and ``tool_search_tool_result`` blocks (``content`` a
     ``tool_search_tool_search_result`` with ``tool_references`` or a ``tool_search_tool_result_error`` with its
-    ``error_code``), and ``usage.server_tool_use.tool_search_requests``.  A script the provider could not answer so
-    is a 500 naming the mistake: a search without a search tool in the request, a reference to a tool it does not
-    hold, a call of a deferred tool no search of the reply surfaced.
+    ``error_code``), and ``usage.server_tool_use.tool_search_requests``; a request without a search tool gets no
+    search blocks (the same script answers the whole catalog).  A script the provider could not answer so is a 500
+    naming the mistake: a reference to a tool the request does not hold, a call of a deferred tool no search of the
+    reply surfaced.
 
     Prompt caching, as Anthropic's "Prompt caching" guide describes it: a ``cache_control`` breakpoint (on a
     tool, a system block or a message content block; at most 4, else 400 ``A maximum of 4 blocks with
@@ -464,8 +466,8 @@ class AnthropicFake(ProviderFake):
         if not searches:
             return [], set()
         tool = next((t for t in tools if t.get("type") in SEARCH_TOOL_TYPES), None)
-        if tool is None:
-            raise Refusal(500, "fake: a search scripted for a request without a tool search tool", "api_error")
+        if tool is None:  # the model has no search tool: it calls what it is shown (one script answers both modes)
+            return [], set()
         held = {str(t.get("name")) for t in tools if t.get("type") not in SEARCH_TOOL_TYPES}
         blocks: list[dict[str, Any]] = []
         loaded: set[str] = set()

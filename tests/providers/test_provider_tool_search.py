@@ -125,6 +125,24 @@ def test_always_loaded_tools_are_not_deferred(pytester: pytest.Pytester) -> None
     assert case["passed"] is True and case["search"]["found"] == {} and case["search"]["always_loaded"] == ["get_issue"]
 
 
+def test_side_by_side_the_baseline_sees_the_whole_catalog(pytester: pytest.Pytester) -> None:
+    """``claude`` beside ``claude+search`` under native: two columns, two requests, only the variant's deferred."""
+    with AnthropicFake() as fake:
+        project(pytester, fake)
+        fake.script(ASK, {"searches": [{"query": "issue", "tools": ["get_issue"]}], "tool_calls": [GET_ISSUE]})
+        result = run(pytester, "--mcp-models=claude,claude+search", "--mcp-report=report.json", "--mcp-retries=0",
+                     "--mcp-tool-search=native")
+        assert result.ret == 0, result.stdout.str()
+        sent = sorted((fake.requests[i]["body"]["tools"] for i in range(2)), key=len)
+    report = read_report(pytester)
+    cases = {c["model"]: c for c in report["cases"]}
+    assert [t.get("defer_loading") for t in sent[0]] == [None, None, None]  # the whole catalog, nothing deferred
+    assert sent[1][0] == BM25 and [t.get("defer_loading") for t in sent[1][1:]] == [True, True, True]
+    assert "search" not in cases["claude"] and cases["claude"]["passed"] is True
+    assert cases["claude+search"]["search"]["found"] == {"get_issue": 1} and cases["claude+search"]["passed"] is True
+    assert report["models"]["claude+search"]["search"]["recall"] == 1.0 and report["models"]["claude"]["search"] is None
+
+
 def test_all_tools_deferred_without_a_search_tool_is_refused_as_anthropic_does() -> None:
     """The fake's refusal (Anthropic's 400), through litellm: every tool deferred and no search tool."""
     import litellm
