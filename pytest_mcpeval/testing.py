@@ -347,7 +347,9 @@ class ScriptedModelServer:
         return DEFAULT_REPLY
 
     def start(self) -> ScriptedModelServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model", daemon=True)
+        # the serving thread polls every 50 ms, not 0.5 s: stop() waits for its next poll (0.25 s on average at 0.5 s)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="scripted-model",
+                                        daemon=True)
         self._thread.start()
         return self
 
