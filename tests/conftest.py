@@ -6,6 +6,7 @@ the point) against real components: the model is a local HTTP server reached thr
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -14,30 +15,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# pytester's in-process runs drop the modules first imported during a run, and C extensions (numpy,
-# PyYAML's loader) cannot be imported twice in one process; litellm also costs seconds to import.  So
-# everything a run may import is imported here, once per test process.  litellm is told first, as the
-# plugin tells it, to read its bundled cost map and fetch nothing.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-import jsonschema  # noqa: F401
-import litellm  # noqa: F401
-import mcp.client.stdio  # noqa: F401
-import numpy  # noqa: F401
 import pytest
-import scipy.stats  # noqa: F401
-import sklearn.feature_extraction.text
-import sklearn.metrics  # noqa: F401
-import yaml  # noqa: F401
 
 import pytest_mcpeval
 from pytest_mcpeval.testing import ScriptedModelServer
 
+# pytester's in-process runs drop the modules first imported during a run, and C extensions (numpy,
+# PyYAML's loader) cannot be imported twice in one process; litellm also costs seconds to import.  So
+# everything a run may import is imported here, once per test process.  litellm is told first, as the
+# plugin tells it, to read its bundled cost map and fetch nothing.  The collector is off during these imports and
+# what they built is frozen after (gc.freeze, public): each full pass during the imports would traverse all that was
+# made so far, and every later pass of the session all of it again (the plugin does the same for litellm alone:
+# pytest_mcpeval.models.litellm_load).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+HEAVY = ("jsonschema", "litellm", "mcp.client.stdio", "numpy", "scipy.stats", "sklearn.feature_extraction.text",
+         "sklearn.metrics", "yaml")
+gc.disable()
+for _name in HEAVY:
+    importlib.import_module(_name)
 # every module of the plugin, walked rather than listed, so that a new module cannot be forgotten (a module
 # first imported inside an in-process run is imported again by the next one: two classes of the same name,
 # and an `except ServerError` that no longer catches the ServerError raised)
 for _module in pkgutil.walk_packages(pytest_mcpeval.__path__, "pytest_mcpeval."):
     importlib.import_module(_module.name)
+gc.enable()
+gc.freeze()
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 
@@ -71,6 +74,26 @@ def _slowness(item: pytest.Item) -> int:
 @pytest.hookimpl(trylast=True)  # after any shuffling (pytest-randomly), so the slow ones still come first
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_slowness)  # a stable sort: the order of the rest is kept
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Iterator[Any]:
+    """local/minilm loaded in this process before an in-process run uses it, on one thread.
+
+    torch cannot be imported twice in one process, and pytester drops at a test's end the modules imported since
+    its ``pytester`` was set up: loaded by this session fixture (set up before any test's ``pytester``), what the
+    load imports outlives every run, and every in-process run of this test process reuses the model
+    (``Retriever.get`` keeps it), where a subprocess would import torch and load the model again (~10 s of CPU).
+    One thread: under the suite's workers each has a share of a core, and torch's threads wait on each other."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+    from pytest_mcpeval.models.local import BUNDLED, Retriever
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    retriever, _ = Retriever.get(BUNDLED)
+    yield retriever
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GITHUB_TOOLS, read_report
-from conftest import run_subprocess as run  # torch cannot be imported twice in one process
+from conftest import GITHUB_TOOLS, read_report, run, run_subprocess
 
 from pytest_mcpeval.scoring.case import Expectation
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics, retrieval_ranks
@@ -42,7 +41,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
-    result = run(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "--mcp-html=report.html",
+    # a worker of its own (a fresh process): the model's load is made and reported there
+    result = run_subprocess(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "--mcp-html=report.html",
                  "-n", "1")
     result.stdout.fnmatch_lines([
         "local/minilm: 4 scored, 0 errors | accuracy 50.0% | *",
@@ -74,7 +74,7 @@ def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
     assert f"; model load {usage['load_s']:.2f} s ({usage['loads']} load" in page
 
 
-def test_recall_gate_and_floor(project: pytest.Pytester) -> None:
+def test_recall_gate_and_floor(project: pytest.Pytester, minilm: object) -> None:
     ini = '[pytest]\nmcp_model_params = local/minilm = {"min_similarity": 0.0}\n'
     (project.path / "pytest.ini").write_text(ini)
     result = run(project, "--mcp-models=local/minilm", "--mcp-min-recall-at=1:0.9", "--mcp-report=report.json")
@@ -121,7 +121,7 @@ def test_retrieval_metrics_by_hand() -> None:
 def test_without_the_extra_the_error_says_what_to_install(project: pytest.Pytester) -> None:
     # make sentence-transformers unimportable in the run, as on an install without [local]
     (project.path / "conftest.py").write_text("import sys\nsys.modules['sentence_transformers'] = None\n")
-    result = run(project, "--mcp-models=local/minilm")
+    result = run_subprocess(project, "--mcp-models=local/minilm")  # a process where the model was never loaded
     result.stdout.fnmatch_lines(["*the local model needs the optional extra: pip install 'pytest-mcpeval?local?'*",
                                  "*4 error*"])
     assert "Traceback" not in result.stdout.str()

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import pytest
-from conftest import make_project, read_report, run, run_subprocess
+from conftest import make_project, read_report, run
 
 from pytest_mcpeval.testing import ScriptedModelServer
 from pytest_mcpeval.tool_search import SEARCH_TOOL, SearchError, bm25_scores, rank, tokenize, tool_text
@@ -253,13 +253,13 @@ def test_the_drop_gate_on_findability(pytester: pytest.Pytester, model_server: S
         "paired cases changed)"])
 
 
-def test_embedding_search_ranks_with_the_local_model(pytester: pytest.Pytester,
-                                                     model_server: ScriptedModelServer) -> None:
+def test_embedding_search_ranks_with_the_local_model(pytester: pytest.Pytester, model_server: ScriptedModelServer,
+                                                     minilm: object) -> None:
     bench = ("server: {tools_file: tools.json}\ntool_search: {method: embedding, top_k: 1, always_loaded: [get_me]}\n"
              "cases:\n  - id: branch\n    input: branch\n    expect: [{tool: create_branch}]\n")
     make_project(pytester, model_server, {"bench.mcpeval.yaml": bench}, tools=TOOLS)
     model_server.flow("branch", search("make a new git branch"), [{"name": "create_branch", "arguments": {}}])
-    result = run_subprocess(pytester, "--mcp-models=fake", "--mcp-report=report.json")  # torch: once per process
+    result = run(pytester, "--mcp-models=fake", "--mcp-report=report.json")  # the model loaded here (`minilm`)
     assert result.ret == 0, result.stdout.str()
     case = read_report(pytester)["cases"][0]
     assert case["passed"] is True

@@ -13,7 +13,6 @@ import functools
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import yaml
 from conftest import run
 
 from pytest_mcpeval.__main__ import build_parser
-from pytest_mcpeval.models.local import BUNDLED, Retriever
+from pytest_mcpeval.models.local import Retriever
 from pytest_mcpeval.testing import ScriptedModelServer
 from pytest_mcpeval.tune import TuneError, command
 from pytest_mcpeval.tune.candidates import Candidate, parse_proposals, quoted_case
@@ -340,27 +339,14 @@ def test_token_growth_is_the_sum_of_the_accepted_changes() -> None:
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """The embedding model on one thread: under the suite's -n 2 each worker has a core, and torch's two threads
-    per worker wait on each other (the demo took three times as long)."""
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pytester: pytest.Pytester,
                                                                        monkeypatch: pytest.MonkeyPatch,
-                                                                       one_torch_thread: None) -> None:
+                                                                       minilm: Retriever) -> None:
     """`make tune-demo` as docs/tuning.md reports it: local/minilm (descriptions change its embeddings) on the GitHub
     catalog's examples, with examples/tune/candidates.yaml: the list_issues rewrite that names the tool's filters is
     kept on held-out evidence, the other one loses on train, the search_issues one has too few changed cases."""
-    pytest.importorskip("sentence_transformers")
-    # the model loaded before the in-process evaluations: what its load imports outlives each run (pytester drops
-    # the modules a run imported, and torch's cannot be imported twice); each evaluation reuses it
-    retriever, _ = Retriever.get(BUNDLED)
+    # the model loaded before the in-process evaluations (the `minilm` fixture): each evaluation reuses it
+    retriever = minilm
     embedded = retriever.queries_embedded
     monkeypatch.setattr(command, "Evaluator", functools.partial(Evaluator, runner=in_process(pytester)))
     tmp_path = pytester.path
