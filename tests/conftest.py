@@ -84,6 +84,7 @@ def minilm() -> Iterator[Any]:
     its ``pytester`` was set up: loaded by this session fixture (set up before any test's ``pytester``), what the
     load imports outlives every run, and every in-process run of this test process reuses the model
     (``Retriever.get`` keeps it), where a subprocess would import torch and load the model again (~10 s of CPU).
+    The tests that use it are one ``xdist_group`` (``make test`` runs ``--dist loadgroup``): one worker loads it.
     One thread: under the suite's workers each has a share of a core, and torch's threads wait on each other."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("sentence_transformers")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from conftest import GITHUB_TOOLS, read_report, run, run_subprocess
 
+from pytest_mcpeval.models.local import BUNDLED, Retriever
 from pytest_mcpeval.scoring.case import Expectation
 from pytest_mcpeval.scoring.retrieval import retrieval_metrics, retrieval_ranks
 
@@ -40,10 +41,13 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
-    # a worker of its own (a fresh process): the model's load is made and reported there
-    result = run_subprocess(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "--mcp-html=report.html",
-                 "-n", "1")
+@pytest.mark.xdist_group("minilm")  # one test process loads the model for all (`minilm`)
+def test_local_minilm_choices_are_pinned(project: pytest.Pytester, minilm: object,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # in this process, where torch is imported already (the `minilm` fixture), but the model is loaded again by the
+    # run (taken out of the process's models for this test): the run makes the load and reports it
+    monkeypatch.delitem(Retriever._loaded, BUNDLED)
+    result = run(project, "--mcp-models=local/minilm", "--mcp-report=report.json", "--mcp-html=report.html")
     result.stdout.fnmatch_lines([
         "local/minilm: 4 scored, 0 errors | accuracy 50.0% | *",
         "  arguments: not applicable (a retriever picks a tool and fills no arguments)",
@@ -65,7 +69,7 @@ def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
     model = report["models"]["local/minilm"]
     assert model["arguments"]["applicable"] is False and model["arguments"]["exact_match_rate"] is None
     assert model["retrieval"]["recall_at"]["1"] == pytest.approx(1 / 3)
-    # the model's load (once per worker) is reported apart, not in the latency: no case's latency holds it
+    # the model's load (once per process) is reported apart, not in the latency: no case's latency holds it
     usage = model["usage"]
     loaded = [c["load_s"] for c in report["cases"] if "load_s" in c]
     assert usage["loads"] == len(loaded) >= 1 and usage["load_s"] == pytest.approx(sum(loaded), abs=1e-3)
@@ -74,6 +78,7 @@ def test_local_minilm_choices_are_pinned(project: pytest.Pytester) -> None:
     assert f"; model load {usage['load_s']:.2f} s ({usage['loads']} load" in page
 
 
+@pytest.mark.xdist_group("minilm")  # one test process loads the model for all (`minilm`)
 def test_recall_gate_and_floor(project: pytest.Pytester, minilm: object) -> None:
     ini = '[pytest]\nmcp_model_params = local/minilm = {"min_similarity": 0.0}\n'
     (project.path / "pytest.ini").write_text(ini)
