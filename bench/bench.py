@@ -14,7 +14,9 @@ efficiency  (N x L / C) / the evaluation time pytest reports: N cases x 2 models
 core        issue 33's floor: a bare litellm async loop (one process, asyncio + litellm.acompletion, a semaphore of C
             per model, the same calls) against the plugin, calls in the pytest process, at L = 1 s and 0.2 s: wall
             (target 1.05 at 1 s), CPU per call of each whole process tree (target 1.1), and with -n 2 at 0.2 s
-            (wall, target 1.0)
+            (wall, target 1.0); beside them, as figures, bare pytest items making the same calls (one parametrized
+            test a call, the calls on one loop): what pytest's per-item protocol costs, and what the plugin costs
+            beyond it
 replay      a cached replay (--mcp-record=none) of N cases with a 117-tool catalog / plain pytest with N trivial
             tests (target 1.5), and that the replay imported no model library
 flows       flows of 4 model turns at L = 1 s (and a judged claim each), C in flight (target 0.85)
@@ -577,6 +579,72 @@ def bare_async_loop(root: Path, api_base: str, cases: int, concurrency: int) -> 
     return {**json.loads(done.stdout.strip().splitlines()[-1]), **figures}
 
 
+# The floor of any plugin that makes each call a pytest item: the same calls on one event loop (a thread, as the
+# plugin's), all submitted when collection ends, one parametrized test per call waiting for its answer; litellm
+# imported as in BARE_ASYNC.  What it costs beyond BARE_ASYNC is pytest's own per-item protocol (setup, call,
+# teardown, reports, capture, logging), which no plugin can take back; what the plugin costs beyond it is its own.
+BARE_PYTEST_CONFTEST = """
+import asyncio, gc, json, threading
+gc.disable()
+import litellm
+gc.enable()
+gc.freeze()
+import pytest
+API_BASE, C = {api_base!r}, {concurrency}
+TOOLS = [{{"type": "function", "function": {{"name": t["name"], "description": t.get("description", ""),
+          "parameters": t["inputSchema"]}}}} for t in json.load(open({tools!r}))]
+LOOP = asyncio.new_event_loop()
+threading.Thread(target=LOOP.run_forever, daemon=True).start()
+FUTURES = {{}}
+
+async def call(model, i, limit):
+    tool = TOOLS[i % len(TOOLS)]["function"]["name"]
+    async with limit:
+        for again in range(3):
+            try:
+                return await litellm.acompletion(
+                    model=model, api_base=API_BASE, api_key="none", num_retries=0, timeout=120, temperature=0,
+                    tools=TOOLS, messages=[{{"role": "user", "content": f"please use {{tool}} for request c{{i}}"}}])
+            except Exception:
+                if again == 2:
+                    raise
+
+async def limits():
+    return {{m: asyncio.Semaphore(C) for m in "ab"}}
+
+def pytest_collection_finish(session):
+    per_model = asyncio.run_coroutine_threadsafe(limits(), LOOP).result()
+    for item in session.items:
+        m, i = item.callspec.params["m"], item.callspec.params["i"]
+        FUTURES[m, i] = asyncio.run_coroutine_threadsafe(call(f"openai/model-{{m}}", i, per_model[m]), LOOP)
+
+@pytest.fixture
+def answer(request):
+    params = request.node.callspec.params
+    return FUTURES[params["m"], params["i"]].result()
+"""
+BARE_PYTEST_TEST = """
+import pytest
+
+@pytest.mark.parametrize("i", range({cases}))
+@pytest.mark.parametrize("m", "ab")
+def test_call(m, i, answer):
+    assert answer.choices
+"""
+
+
+def bare_pytest_items(root: Path, api_base: str, cases: int, concurrency: int) -> dict[str, float]:
+    """pytest (the plugin not loaded) running :data:`BARE_PYTEST_TEST`: one item per call, the calls made as
+    :data:`BARE_PYTEST_CONFTEST` says; ``wall_s``, ``cpu_s`` as :func:`pytest_measured` gives them."""
+    project = root.parent / f"{root.name}-bare-pytest"  # beside the plugin's project: not collected by its runs
+    project.mkdir(exist_ok=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "conftest.py").write_text(BARE_PYTEST_CONFTEST.format(
+        api_base=api_base, concurrency=concurrency, tools=str(root / "evals" / "tools.json")))
+    (project / "test_calls.py").write_text(BARE_PYTEST_TEST.format(cases=cases))
+    return pytest_measured(project, "-p", "no:mcpeval", env={**ENV, **OFFLINE})
+
+
 def pytest_measured(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, float]:
     """pytest with ``args`` under :func:`measured`: ``wall_s``, ``cpu_s`` (pytest and every process it started)
     and ``session_s``, the seconds pytest reports."""
@@ -606,6 +674,7 @@ def core(sizes: Sizes, work: Path) -> Iterator[Row]:
         with model_server(script, latency) as api_base:
             write_ini(root, api_base)
             bare = bare_async_loop(root, api_base, n, c)
+            items = bare_pytest_items(root, api_base, n, c)
             ours = pytest_measured(root, *flags)
             spread = (pytest_measured(root, *flags, "-n", "2")
                       if sizes.xdist and latency == sizes.core_xdist_latency else None)
@@ -614,6 +683,12 @@ def core(sizes: Sizes, work: Path) -> Iterator[Row]:
                   f"{bare['loop_s']:.2f} s); CPU {cpu_ms(bare):.2f} ms a call ({bare['cpu_s']:.2f} s / {calls}; "
                   f"the calls {bare['cpu_loop_s'] / calls * 1000:.2f} ms, its import {bare['cpu_import_s']:.2f} s)"
                   + (f"; {bare['again']:.0f} calls made again" if bare["again"] else ""))
+        yield Row(f"core: bare pytest items / bare async loop, {what} (pytest's own cost, a figure)",
+                  f"wall {items['wall_s'] / bare['wall_s']:.2f}, CPU per call {cpu_ms(items) / cpu_ms(bare):.2f} "
+                  f"({cpu_ms(items):.2f} ms / {cpu_ms(bare):.2f} ms)")
+        yield Row(f"core: plugin / bare pytest items, L={latency:g} s (the plugin's own cost, a figure)",
+                  f"wall {ours['wall_s'] / items['wall_s']:.2f}, CPU per call {cpu_ms(ours) / cpu_ms(items):.2f} "
+                  f"({cpu_ms(ours):.2f} ms / {cpu_ms(items):.2f} ms)")
         runs = [("plugin", how, ours)] + ([("plugin -n 2", how, spread)] if spread else [])
         for label, flag, run in runs:
             where = f"L={latency:g} s{flag}"
