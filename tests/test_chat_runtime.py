@@ -265,3 +265,19 @@ def test_without_preflight_the_server_is_started_once_and_every_case_says_why(py
                                     "model.gguf], case-2[local/gguf:model.gguf]): " + SIGILL_LINE)
     summary = result.stdout.str().split("mcpeval summary", 1)[1].split("short test summary info", 1)[0]
     assert summary.count("died with SIGILL") == 1  # the grouped line
+
+
+def test_under_tool_search_the_context_is_sized_for_what_the_searches_load(pytester: pytest.Pytester,
+                                                                          dying: Path) -> None:
+    write_gguf(pytester.path / "model.gguf", context_length=4096)  # too small for the 40 tools, not for a search's 2
+    _catalog(pytester, 40)
+    whole = run(pytester, "--mcp-models=local/gguf:model.gguf")
+    assert "the model cannot hold the catalog" in whole.stderr.str()
+    assert not dying.exists()  # said before any start
+    # under search the model is shown the search tool and at most max_searches x top_k (3 x 2) tools, never the 40:
+    # the context fits, so the pre-flight check starts the server (which dies here, as the fake runtime does)
+    searched = run(pytester, "--mcp-models=local/gguf:model.gguf+search", "--mcp-tool-search=bm25:2")
+    assert searched.ret == pytest.ExitCode.USAGE_ERROR
+    assert "cannot hold the catalog" not in searched.stderr.str()
+    assert SIGILL_LINE.replace("local/gguf:model.gguf", "local/gguf:model.gguf+search") in searched.stderr.str()
+    assert dying.read_text() == "start\n"

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pytest_mcpeval.benchmark.schema import Case
     from pytest_mcpeval.catalog import Catalog
     from pytest_mcpeval.models.config import ModelSpec
+    from pytest_mcpeval.run.searching import SearchConfig
 
 _DONE_KEY = pytest.StashKey[bool]()
 CATALOGS_KEY = pytest.StashKey[dict[str, "Catalog"]]()  # server_key -> the catalog listed (catalogs())
@@ -171,8 +172,10 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
     from pytest_mcpeval.models.llama.route import start
     from pytest_mcpeval.models.tokens import tool_tokens
     from pytest_mcpeval.run.exposure import expose
+    from pytest_mcpeval.run.searching import config_for
     from pytest_mcpeval.servers import ServerError, load_tools_file
 
+    settings = config.stash[SETTINGS_KEY]
     overridden = server_overridden(config)  # an mcp_server fixture decides the tools, per item: not counted here
     largest: dict[str, tuple[ModelSpec, int | None]] = {}
     needed: dict[str, bool] = {}  # model -> whether the run may call it (its cache folder looked at once)
@@ -194,10 +197,29 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
                 shown = expose(case, catalogs[key]).catalog.names
             except ValueError:  # a tool the server lacks: the case's own error
                 shown = []
-            tokens = sum(counted[key].get(name, 0) for name in shown)
+            search = config_for(model, settings.tool_search, bench.spec.tool_search, case.tool_search,
+                                set(settings.models) | set(bench.spec.models))
+            tokens = (sum(counted[key].get(name, 0) for name in shown) if search is None
+                      else _searched_tokens(search, shown, counted[key]))
         before = largest.get(model.target, (model, 0))[1]
         largest[model.target] = (model, None if tokens is None or before is None else max(before, tokens))
     return [line for model, tokens in largest.values() if (line := start(model, tokens)) is not None]
+
+
+def _searched_tokens(search: SearchConfig, shown: list[str], per_tool: dict[str, int]) -> int:
+    """The most tool tokens a request of a case under client-side tool search can carry: the search tool, the tools
+    kept loaded and, at most, the ``max_searches`` x ``top_k`` largest of the case's tools its searches load (the
+    model is never sent the whole catalog)."""
+    from pytest_mcpeval.catalog import Catalog
+    from pytest_mcpeval.models.tokens import tool_tokens
+    from pytest_mcpeval.tool_search import search_tool
+
+    tool = search_tool(search.method)
+    loaded = [per_tool.get(name, 0) for name in search.always_loaded]
+    rest = sorted((per_tool.get(name, 0) for name in shown if name not in search.always_loaded), reverse=True)
+    found = rest[: search.max_searches * search.top_k]
+    own: int = tool_tokens(Catalog([tool]))[tool["name"]]
+    return own + sum(loaded) + sum(found)
 
 
 def _server_problems(config: pytest.Config, servers: list[tuple[Benchmark, str]],
