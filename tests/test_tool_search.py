@@ -91,6 +91,8 @@ def test_search_then_call_scored_and_diagnosed(pytester: pytest.Pytester, model_
                                  "recall 0.333"])
     result.stdout.fnmatch_lines(["*::not_found?fake?  not_found", "  - expected zap_widget", "  + called   (none)",
                                  "    searched (bm25, top 2) for 'gizmo', 'gadget': surfaced no tool"])
+    result.stdout.fnmatch_lines(["*::no_search?fake?  no_search", "  - expected *", "  + called   (none)",
+                                 "    never called the search tool (bm25, top 2)"])
     markdown = (pytester.path / "report.md").read_text()
     assert "| `zap_widget` | 1 | 0 | 0.0% | — | 0.000 |" in markdown
     assert markdown.index("`zap_widget` | 1 | 0") < markdown.index("`create_branch` | 1 | 1")  # unfindable first

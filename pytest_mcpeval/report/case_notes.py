@@ -29,12 +29,13 @@ def notes(case: Mapping[str, Any]) -> list[str]:
         out.append(f"the provider could not parse the call the model wrote and dropped it ({native})")
     search = case.get("search")
     if isinstance(search, Mapping):  # under tool search: what the model searched for, and what it was shown
-        queries = ", ".join(repr(q) for q in search.get("queries") or []) or "nothing"
+        queries = ", ".join(repr(q) for q in search.get("queries") or [])
         surfaced = search.get("surfaced") or []
         found = ", ".join(surfaced[:SURFACED]) + (f", ... {len(surfaced) - SURFACED} more" if len(surfaced) > SURFACED
                                                   else "") if surfaced else "no tool"
         top = f", top {search['top_k']}" if search.get("top_k") is not None else ""
-        out.append(f"searched ({search.get('method')}{top}) for {queries}: surfaced {found}")
+        out.append(f"searched ({search.get('method')}{top}) for {queries}: surfaced {found}" if queries
+                   else f"never called the search tool ({search.get('method')}{top})")
     written = case.get("text_calls") or []
     if written:
         shown = "; ".join(f"{c.get('tool')} {c.get('raw') if c.get('args') is None else canonical_json(c['args'])}"
