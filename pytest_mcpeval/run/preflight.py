@@ -131,16 +131,13 @@ def _model_problem(config: pytest.Config, model: ModelSpec) -> str | None:
 
 def _native_problems(config: pytest.Config, cases: list[tuple[Benchmark, Case, ModelSpec]]) -> list[str]:
     """A line for each model that would run a case under native tool search and whose provider does not run it."""
-    from pytest_mcpeval.run.searching import config_for
     from pytest_mcpeval.tool_search import NATIVE, native_problem
 
-    settings = config.stash[SETTINGS_KEY]
     lines: dict[str, str] = {}
     for bench, case, model in cases:
         if model.name in lines:
             continue
-        search = config_for(model, settings.tool_search, bench.spec.tool_search, case.tool_search,
-                            set(settings.models) | set(bench.spec.models))
+        search = _search_of(config, bench, case, model)
         problem = native_problem(model.name, model.target) if search is not None and search.method in NATIVE else None
         if problem is not None:
             lines[model.name] = problem
@@ -172,10 +169,8 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
     from pytest_mcpeval.models.llama.route import start
     from pytest_mcpeval.models.tokens import tool_tokens
     from pytest_mcpeval.run.exposure import expose
-    from pytest_mcpeval.run.searching import config_for
     from pytest_mcpeval.servers import ServerError, load_tools_file
 
-    settings = config.stash[SETTINGS_KEY]
     overridden = server_overridden(config)  # an mcp_server fixture decides the tools, per item: not counted here
     largest: dict[str, tuple[ModelSpec, int | None]] = {}
     needed: dict[str, bool] = {}  # model -> whether the run may call it (its cache folder looked at once)
@@ -197,13 +192,21 @@ def _llama_problems(config: pytest.Config, served: list[tuple[str, Benchmark, Ca
                 shown = expose(case, catalogs[key]).catalog.names
             except ValueError:  # a tool the server lacks: the case's own error
                 shown = []
-            search = config_for(model, settings.tool_search, bench.spec.tool_search, case.tool_search,
-                                set(settings.models) | set(bench.spec.models))
+            search = _search_of(config, bench, case, model)
             tokens = (sum(counted[key].get(name, 0) for name in shown) if search is None
                       else _searched_tokens(search, shown, counted[key]))
         before = largest.get(model.target, (model, 0))[1]
         largest[model.target] = (model, None if tokens is None or before is None else max(before, tokens))
     return [line for model, tokens in largest.values() if (line := start(model, tokens)) is not None]
+
+
+def _search_of(config: pytest.Config, bench: Benchmark, case: Case, model: ModelSpec) -> SearchConfig | None:
+    """The tool search ``model`` runs ``case`` under, as the run decides it (``None``: the whole catalog)."""
+    from pytest_mcpeval.run.searching import config_for
+
+    settings = config.stash[SETTINGS_KEY]
+    return config_for(model, settings.tool_search, bench.spec.tool_search, case.tool_search,
+                      set(settings.models) | set(bench.spec.models))
 
 
 def _searched_tokens(search: SearchConfig, shown: list[str], per_tool: dict[str, int]) -> int:
