@@ -72,7 +72,8 @@ TEST_WORKERS ?= 4
 
 # The package's bytecode written first: the suite starts a few hundred Python processes that import it, and where
 # PYTHONDONTWRITEBYTECODE is set (CI machines often set it) none of them writes it, so on a fresh clone each compiled
-# the package from source again (measured in one fresh clone: 760 s of CPU for the suite, 600 s with the bytecode written).
+# the package from source again (measured in one fresh clone: 760 s of CPU for the suite, 600 s with the bytecode
+# written).
 test: $(DEV) servers
 	$(BIN)/python -m ruff check pytest_mcpeval tests examples
 	$(BIN)/python -m mypy
