@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import preloaded_workers
 import pytest
 
 import pytest_mcpeval
@@ -95,6 +96,25 @@ def minilm() -> Iterator[Any]:
     retriever, _ = Retriever.get(BUNDLED)
     yield retriever
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _preloaded_workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The xdist workers of a test's pytester runs are forks of this test process's zygote, which has imported
+    litellm and mcp once (tests/preloaded_workers.py), unless the test is marked ``fresh_workers`` or the suite runs
+    with ``MCPEVAL_FRESH_WORKERS=1`` (every worker a fresh interpreter: to compare).  The runs load the module
+    through ``PYTEST_PLUGINS`` (pytest's documented variable), found on ``PYTHONPATH`` by a subprocess run too."""
+    if os.environ.get("MCPEVAL_FRESH_WORKERS") == "1" or request.node.get_closest_marker("fresh_workers"):
+        return
+    if "pytester" in request.fixturenames:
+        here = str(Path(__file__).parent)
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+        monkeypatch.setenv("PYTEST_PLUGINS", "preloaded_workers")
+        preloaded_workers.ZYGOTE.start()
+
+
+def pytest_sessionfinish() -> None:
+    preloaded_workers.ZYGOTE.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,90 @@
+"""The suite's forked xdist workers (tests/preloaded_workers.py) behave as the fresh interpreters they stand in for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import preloaded_workers
+import pytest
+
+
+@pytest.fixture
+def python(pytester: pytest.Pytester) -> list[str]:
+    """The command execnet runs for a forked gateway (the fixture in conftest.py has started the zygote)."""
+    assert preloaded_workers.ZYGOTE.python
+    return preloaded_workers.ZYGOTE.python.split()
+
+
+def child(python: list[str], code: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*python, "-u", "-c", code], capture_output=True, text=True, timeout=30, **kwargs)
+
+
+PROBE = "import os, sys; print('litellm' in sys.modules, os.getcwd(), os.environ.get('PROBE'), sys.argv, sys.path[0])"
+
+
+def test_a_fork_takes_the_callers_place(python: list[str], tmp_path: Path) -> None:
+    done = child(python, PROBE, cwd=tmp_path, env={**os.environ, "PROBE": "seen"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", str(tmp_path), "seen", "['-c']"]  # sys.path[0] is '' as for -c
+
+
+@pytest.mark.parametrize(("code", "returncode"), [
+    ("import sys; sys.exit(3)", 3),
+    ("raise ValueError('boom')", 1),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -signal.SIGKILL),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", -signal.SIGTERM),
+])
+def test_a_fork_ends_as_a_fresh_interpreter_ends(python: list[str], code: str, returncode: int) -> None:
+    done = child(python, code)
+    assert done.returncode == returncode
+    assert ("ValueError: boom" in done.stderr) == (returncode == 1)
+
+
+def test_another_environment_gets_a_fresh_interpreter(python: list[str]) -> None:
+    done = child(python, PROBE, env={**os.environ, "LITELLM_LOG": "DEBUG"})
+    assert done.stdout.split()[0] == "False"  # litellm's settings read at import differ: not a fork
+
+
+def test_a_signal_to_the_wrapper_reaches_the_fork_and_killing_it_ends_the_fork(python: list[str]) -> None:
+    code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    wrapper = subprocess.Popen([*python, "-u", "-c", code], stdout=subprocess.PIPE, text=True)
+    assert wrapper.stdout is not None
+    int(wrapper.stdout.readline())
+    wrapper.terminate()
+    assert wrapper.wait(timeout=10) == -signal.SIGTERM
+    wrapper = subprocess.Popen([*python, "-u", "-c", code], stdout=subprocess.PIPE, text=True)
+    assert wrapper.stdout is not None
+    fork = int(wrapper.stdout.readline())
+    wrapper.kill()
+    wrapper.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(fork):
+        time.sleep(0.05)
+    assert not _alive(fork)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_an_in_process_run_under_xdist_runs_on_forks_and_a_subprocess_run_does_not(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import sys\ndef test_probe():\n    print('litellm' in sys.modules)\n    assert 0\n")
+    forked = pytester.runpytest("-n", "1", "-p", "no:randomly")
+    forked.stdout.fnmatch_lines(["*Captured stdout call*", "True", "*1 failed*"])
+    assert "warnings summary" not in forked.stdout.str()
+    fresh = pytester.runpytest_subprocess("-n", "1", "-p", "no:randomly")
+    fresh.stdout.fnmatch_lines(["*Captured stdout call*", "False", "*1 failed*"])
+
+
+@pytest.mark.fresh_workers
+def test_a_test_marked_fresh_workers_runs_on_fresh_interpreters(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import sys\ndef test_probe():\n    print('litellm' in sys.modules)\n    assert 0\n")
+    pytester.runpytest("-n", "1", "-p", "no:randomly").stdout.fnmatch_lines(["*Captured stdout call*", "False"])
