@@ -11,6 +11,7 @@ import importlib
 import json
 import os
 import pkgutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,12 @@ gc.enable()
 gc.freeze()
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
+
+# A shell without job control starts a background command with SIGINT ignored, and every process it starts inherits
+# that (Python keeps an ignored SIGINT ignored): the fault tests' Ctrl-C would then reach runs that cannot hear it.
+# The suite's processes get SIGINT as a terminal gives it, however `make test` was started.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The slowest tests (measured with --durations), started first, slowest first: under xdist the last tests to
