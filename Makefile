@@ -78,7 +78,7 @@ test: $(DEV) servers
 	$(BIN)/python -m ruff check pytest_mcpeval tests examples
 	$(BIN)/python -m mypy
 	$(BIN)/python -m compileall -q pytest_mcpeval examples
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -q --durations=15 tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -q --durations=15 tests
 
 lint: $(DEV)
 	$(BIN)/python -m ruff check pytest_mcpeval tests examples

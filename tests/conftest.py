@@ -79,9 +79,37 @@ def _slowness(item: pytest.Item) -> int:
     return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
 
 
+# The tests that load local/minilm (the `minilm` fixture): one unit of work under xdist, so that one worker loads
+# the model (about 10 s of CPU a load).  xdist's `--dist loadgroup` would be the means, but under pytest 9.2 it groups
+# nothing (pytest-xdist#1386: the group suffix it adds to node ids no longer takes effect).
+MINILM_TESTS = (
+    "tests/test_tune.py::test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples",
+    "tests/test_local_model.py::test_local_minilm_choices_are_pinned",
+    "tests/test_local_model.py::test_recall_gate_and_floor",
+    "tests/test_tool_search.py::test_embedding_search_ranks_with_the_local_model",
+)
+
+
 @pytest.hookimpl(trylast=True)  # after any shuffling (pytest-randomly), so the slow ones still come first
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_slowness)  # a stable sort: the order of the rest is kept
+    unlisted = [i.nodeid for i in items if "minilm" in i.fixturenames and i.nodeid not in MINILM_TESTS]
+    if unlisted:
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(unlisted)} to MINILM_TESTS (they load minilm)")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n``'s mode (``--dist load``): the plugin's own scheduler, with MINILM_TESTS one unit."""
+    if config.getoption("dist") != "load":
+        return None
+    from pytest_mcpeval.run.scheduler import BenchmarkSliceScheduling
+
+    class SuiteScheduling(BenchmarkSliceScheduling):
+        def unit(self, nodeid: str, slices: dict[str, str]) -> str:
+            return "minilm" if nodeid in MINILM_TESTS else super().unit(nodeid, slices)
+
+    return SuiteScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +120,7 @@ def minilm() -> Iterator[Any]:
     its ``pytester`` was set up: loaded by this session fixture (set up before any test's ``pytester``), what the
     load imports outlives every run, and every in-process run of this test process reuses the model
     (``Retriever.get`` keeps it), where a subprocess would import torch and load the model again (~10 s of CPU).
-    The tests that use it are one ``xdist_group`` (``make test`` runs ``--dist loadgroup``): one worker loads it.
+    The tests that use it are one unit of work under xdist (MINILM_TESTS): one worker loads it.
     One thread: under the suite's workers each has a share of a core, and torch's threads wait on each other."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("sentence_transformers")

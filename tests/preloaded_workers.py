@@ -38,6 +38,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -229,15 +230,17 @@ def wrapper(path: str, python: str, argv: list[str]) -> None:
 
 
 class Zygote:
-    """The zygote of a test process.  Started by the tests' fixture, in the environment the runs will have: a
-    subprocess run imports this module afresh and finds no zygote running, so its workers are fresh interpreters."""
+    """The zygote of a test process.  Started by the tests' fixture, in the environment the runs will have, and
+    waited for by the first run that starts workers; a subprocess run imports this module afresh and finds no
+    zygote started, so its workers are fresh interpreters."""
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[str] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
-        self.python = ""  # the ``python=`` value of a gateway forked from it, once running
+        self._python = ""
 
     def start(self) -> None:
+        """Start it (once), without waiting for its imports."""
         if self._process is not None:
             return
         self._dir = tempfile.TemporaryDirectory(prefix="mcpeval-zygote-")
@@ -246,10 +249,20 @@ class Zygote:
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
              f"import preloaded_workers as z; del sys.path[0]; z.serve({path!r}, {os.getpid()})"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
-        assert self._process.stdout is not None
-        if self._process.stdout.readline().strip() != "ready":
-            raise RuntimeError("the zygote of the preloaded workers did not start")
-        self.python = f"{sys.executable} -I -S {__file__} {path} {sys.executable}"
+        self._python = f"{sys.executable} -I -S {__file__} {path} {sys.executable}"
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
+
+    def python(self) -> str:
+        """The ``python=`` value of a gateway forked from it, once it is ready."""
+        assert self._process is not None and self._process.stdout is not None
+        if not self._process.stdout.closed:
+            if self._process.stdout.readline().strip() != "ready":
+                raise RuntimeError("the zygote of the preloaded workers did not start")
+            self._process.stdout.close()
+        return self._python
 
     def stop(self) -> None:
         if self._process is not None:
@@ -259,23 +272,22 @@ class Zygote:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
-        self.python = ""
 
 
 ZYGOTE = Zygote()
 
 
 def pytest_configure(config: Any) -> None:
-    """In a run with this module among its plugins (``PYTEST_PLUGINS``), in a process whose zygote runs: each
-    ``popen`` gateway of ``-n``/``--tx`` becomes a fork of the zygote."""
-    specs = config.getvalue("tx") if ZYGOTE.python and config.pluginmanager.hasplugin("xdist") else None
+    """In a run with this module among its plugins (``PYTEST_PLUGINS``), in a process whose zygote was started:
+    each ``popen`` gateway of ``-n``/``--tx`` becomes a fork of the zygote."""
+    specs = config.getvalue("tx") if ZYGOTE.started and config.pluginmanager.hasplugin("xdist") else None
     if specs:
         config.option.tx = [_forked(spec, ZYGOTE.python) for spec in specs]
 
 
-def _forked(spec: str, python: str) -> str:
+def _forked(spec: str, python: Callable[[], str]) -> str:
     count, star, rest = spec.rpartition("*") if "*" in spec else ("", "", spec)
-    return f"{count}{star}popen//python={python}" if rest == "popen" else spec
+    return f"{count}{star}popen//python={python()}" if rest == "popen" else spec
 
 
 if __name__ == "__main__":

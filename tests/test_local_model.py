@@ -41,7 +41,6 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-@pytest.mark.xdist_group("minilm")  # one test process loads the model for all (`minilm`)
 def test_local_minilm_choices_are_pinned(project: pytest.Pytester, minilm: object,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     # in this process, where torch is imported already (the `minilm` fixture), but the model is loaded again by the
@@ -78,7 +77,6 @@ def test_local_minilm_choices_are_pinned(project: pytest.Pytester, minilm: objec
     assert f"; model load {usage['load_s']:.2f} s ({usage['loads']} load" in page
 
 
-@pytest.mark.xdist_group("minilm")  # one test process loads the model for all (`minilm`)
 def test_recall_gate_and_floor(project: pytest.Pytester, minilm: object) -> None:
     ini = '[pytest]\nmcp_model_params = local/minilm = {"min_similarity": 0.0}\n'
     (project.path / "pytest.ini").write_text(ini)

@@ -15,8 +15,7 @@ import pytest
 @pytest.fixture
 def python(pytester: pytest.Pytester) -> list[str]:
     """The command execnet runs for a forked gateway (the fixture in conftest.py has started the zygote)."""
-    assert preloaded_workers.ZYGOTE.python
-    return preloaded_workers.ZYGOTE.python.split()
+    return preloaded_workers.ZYGOTE.python().split()
 
 
 def child(python: list[str], code: str, **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -255,7 +255,6 @@ def test_the_drop_gate_on_findability(pytester: pytest.Pytester, model_server: S
         "paired cases changed)"])
 
 
-@pytest.mark.xdist_group("minilm")  # one test process loads the model for all (`minilm`)
 def test_embedding_search_ranks_with_the_local_model(pytester: pytest.Pytester, model_server: ScriptedModelServer,
                                                      minilm: object) -> None:
     bench = ("server: {tools_file: tools.json}\ntool_search: {method: embedding, top_k: 1, always_loaded: [get_me]}\n"

@@ -339,7 +339,6 @@ def test_token_growth_is_the_sum_of_the_accepted_changes() -> None:
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-@pytest.mark.xdist_group("minilm")  # one test process loads the model for all (`minilm`)
 def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pytester: pytest.Pytester,
                                                                        monkeypatch: pytest.MonkeyPatch,
                                                                        minilm: Retriever) -> None:

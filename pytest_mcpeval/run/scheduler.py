@@ -138,7 +138,7 @@ class BenchmarkSliceScheduling:
         units: dict[str, list[int]] = {}
         slices = benchmark_slices(self.collection, self.numnodes)
         for index, nodeid in enumerate(self.collection):
-            units.setdefault(slices.get(nodeid, nodeid), []).append(index)
+            units.setdefault(self.unit(nodeid, slices), []).append(index)
         self.queue.extend(units.values())
         for node in self.nodes:  # one unit each first, then as many as each needs
             if self.queue and node in self.collections:
@@ -146,6 +146,11 @@ class BenchmarkSliceScheduling:
         self._refill_all()
 
     # -- ours ------------------------------------------------------------------------------------------
+    def unit(self, nodeid: str, slices: dict[str, str]) -> str:
+        """The unit of work an item belongs to: its benchmark slice, or the item alone.  A subclass may group more
+        (the plugin's own test suite keeps the tests of one loaded model together)."""
+        return slices.get(nodeid, nodeid)
+
     def _send(self, node: Worker) -> None:
         unit = self.queue.popleft()
         self.pending[node] += unit
