@@ -133,6 +133,13 @@ def minilm() -> Iterator[Any]:
     torch.set_num_threads(threads)
 
 
+# The environment of the tests' runs: this process's, as the session starts, with the module below on the path and
+# among the runs' plugins.  The zygote is started with it, and a run whose environment differs from it in anything a
+# worker's imports may read (a test's own API key, say) gets fresh workers (tests/preloaded_workers.py).
+RUNS_ENV = {**os.environ, "PYTEST_PLUGINS": "preloaded_workers",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))}
+
+
 @pytest.fixture(autouse=True)
 def _preloaded_workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """The xdist workers of a test's pytester runs are forks of this test process's zygote, which has imported
@@ -142,10 +149,9 @@ def _preloaded_workers(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     if os.environ.get("MCPEVAL_FRESH_WORKERS") == "1" or request.node.get_closest_marker("fresh_workers"):
         return
     if "pytester" in request.fixturenames:
-        here = str(Path(__file__).parent)
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
-        monkeypatch.setenv("PYTEST_PLUGINS", "preloaded_workers")
-        preloaded_workers.ZYGOTE.start()
+        monkeypatch.setenv("PYTHONPATH", RUNS_ENV["PYTHONPATH"])
+        monkeypatch.setenv("PYTEST_PLUGINS", RUNS_ENV["PYTEST_PLUGINS"])
+        preloaded_workers.ZYGOTE.start(RUNS_ENV)
 
 
 def pytest_sessionfinish() -> None:

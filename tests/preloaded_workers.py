@@ -6,20 +6,26 @@ suite's CPU.  Here one process per test process (the zygote) imports them once; 
 the pipes, the working directory and the environment of the process xdist started.
 
 How, with public means only:
-- the in-process runs get :class:`ForkedWorkers` through ``pytester.plugins`` (pytester's documented list of
-  plugins for in-process runs; a subprocess run does not see it);
-- it turns each ``popen`` gateway of ``-n``/``--tx`` into ``popen//python=WRAPPER`` (execnet's documented
-  ``python=`` key): the wrapper is a small interpreter that hands its stdin, stdout and stderr to the zygote
-  over a Unix socket (``SCM_RIGHTS``), waits for the fork to end and ends with its status; a signal sent to it
-  (execnet's kill, SIGTERM) is passed on to the fork, which also joins the wrapper's process group so that a
-  Ctrl-C sent to the group reaches it as it reaches a worker;
-- a fork is made only when it would be the same as a fresh interpreter: the same interpreter, the same
-  ``PYTHON*``/``LITELLM*`` environment and a process group it can join; otherwise the wrapper runs the
-  interpreter itself (``exec``), as execnet would have.
+- the tests' fixture (tests/conftest.py) starts the zygote and names this module in ``PYTEST_PLUGINS`` (pytest's
+  documented variable); in an in-process run, :func:`pytest_configure` turns each ``popen`` gateway of
+  ``-n``/``--tx`` into ``popen//python=WRAPPER`` (execnet's documented ``python=`` key).  A subprocess run imports
+  this module afresh, finds no zygote started and changes nothing: its workers are fresh interpreters;
+- the wrapper is a small interpreter that hands its stdin, stdout and stderr to the zygote over a Unix socket
+  (``SCM_RIGHTS``), waits for the fork to end and ends with its status.  SIGTERM and SIGHUP sent to it are passed
+  on; the fork joins the wrapper's process group, so a Ctrl-C sent to the group reaches it as it reaches a worker
+  (a SIGINT sent to the wrapper's pid alone does not); a wrapper killed outright (execnet's kill) closes its
+  connection, and the zygote kills the fork;
+- a fork is made only where it stands for a fresh interpreter: the same interpreter, the same value of every
+  environment variable the zygote's imports read (recorded while it imported: about 400 of them, ``PYTHON*``,
+  ``LITELLM_*``, proxies, the providers' settings...) and a process group it can join; otherwise the wrapper runs
+  the interpreter itself (``exec``), as execnet would have.
 
-Not preloaded: pytest's plugins (pytest_mcpeval, xdist, syrupy), so that pytest rewrites them as in a fresh
-worker.  anyio (imported by mcp and httpx) is one: the runs filter its "already imported" warning.
-A test whose point is a fresh interpreter (what a worker imports) is marked ``fresh_workers``.
+What still differs from a fresh interpreter: every fork has the zygote's string-hash seed (a test that needs workers
+with different seeds is marked ``fresh_workers``: tests/test_xdist.py), the warning filters the preloaded libraries
+added at import are in place from the start, and tracebacks of the bootstrap show the zygote's frames.  Not
+preloaded: pytest's plugins (pytest_mcpeval, xdist, syrupy), so that pytest rewrites them as in a fresh worker.
+anyio (imported by mcp and httpx) is one: a fork filters its "already imported" warning through
+``PYTEST_ADDOPTS``, which an xdist worker reads.
 
 PYTEST_DONT_REWRITE: the test process imports this module before any run loads it as a plugin.
 """
@@ -33,98 +39,168 @@ import json
 import os
 import select
 import shlex
+import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-# what a fork must share with the process it stands in for, to behave as a fresh interpreter started there
-_SAME = ("PYTHON", "LITELLM", "SSL_", "REQUESTS_CA", "HTTP", "http", "NO_PROXY", "no_proxy", "AIOHTTP", "TMP")
 _PRELOAD = ("litellm", "mcp.client.stdio", "mcp.client.session", "jsonschema", "yaml", "numpy")
+# set by pytester for each test (its own home): read by the imports (``~`` in a default path), allowed to differ
+_PER_TEST = ("HOME", "USERPROFILE")
 _FDS = 3
-# anyio is a pytest plugin that the zygote has imported (mcp and httpx need it): pytest cannot rewrite it in a fork,
-# and says so in a warning, filtered there (an xdist worker reads PYTEST_ADDOPTS)
+_HEADER = struct.Struct("!I")  # the request's length, before it
 _ANYIO = "-W " + shlex.quote(
     "ignore:Module already imported so cannot be rewritten; anyio:pytest.PytestAssertRewriteWarning")
-_MAX_MESSAGE = 1 << 20
+_READY_S = 120.0
 
 
-def _relevant(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(_SAME)}
+class _Recording(MutableMapping[str, str]):
+    """``os.environ`` while the zygote imports: which variables the imports read (all, if one iterated it)."""
+
+    def __init__(self, environ: MutableMapping[str, str]) -> None:
+        self.environ = environ
+        self.read: set[str] = set()
+        self.everything = False
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return self.environ[key]
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return key in self.environ
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self.environ[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.environ[key]
+
+    def __iter__(self) -> Iterator[str]:
+        self.everything = True
+        return iter(self.environ)
+
+    def __len__(self) -> int:
+        return len(self.environ)
+
+    def copy(self) -> dict[str, str]:
+        self.everything = True
+        return dict(self.environ)
 
 
 # ---------------------------------------------------------------------------------------------------- the zygote
 
 
-def serve(path: str, parent: int) -> None:
-    """Import what the workers would, then fork one worker per connection until the test process is gone."""
+def serve(path: str) -> None:
+    """Import what the workers would, then fork one worker per connection until the test process is gone (its
+    end of our stdin closes)."""
     import gc
     import importlib
 
+    # a fork is told at once how to end, before it says it runs (tests/test_preloaded_workers.py)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the forks, in the runs' process groups
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    before = dict(os.environ)
+    environ, recording = os.environ, _Recording(os.environ)
+    os.environ = recording  # type: ignore[assignment]  # noqa: B003 (read through, not cleared; os.getenv too)
     gc.disable()
-    for name in _PRELOAD:
-        importlib.import_module(name)
-    gc.enable()
+    try:
+        for name in _PRELOAD:
+            importlib.import_module(name)
+    finally:
+        os.environ = environ  # noqa: B003
+        gc.enable()
     gc.freeze()
-    mine = _relevant(dict(os.environ))
+    # what the imports read, as they found it (absent: None): a worker's environment must say the same
+    mine = {key: before.get(key) for key in (before if recording.everything else recording.read)
+            if key not in _PER_TEST}
+    # what they set (litellm sets TIKTOKEN_CACHE_DIR): a fork sets it too, as its imports would have
+    added = {k: v for k, v in os.environ.items() if k not in before}
     zygote = os.getpid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the forks in the run's process group
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print("ready", flush=True)
-    children: dict[int, socket.socket] = {}  # a fork's pid -> the wrapper's connection
-    waiting: list[socket.socket] = []
+    children: dict[int, tuple[int, socket.socket]] = {}  # a fork's pidfd -> (its pid, the wrapper's connection)
     try:
-        while os.getppid() == parent:  # until the test process is gone
-            readable, _, _ = select.select([listener, *waiting, *children.values()], [], [], 0.05)
-            for sock in readable:
-                if sock is listener:
+        while True:
+            conns = {conn: fd for fd, (_, conn) in children.items()}
+            readable, _, _ = select.select([sys.stdin, listener, *children, *conns], [], [])
+            if sys.stdin in readable and not os.read(sys.stdin.fileno(), 1):
+                return  # the test process is gone
+            for ready in readable:
+                if ready is listener:
                     conn, _ = listener.accept()
-                    waiting.append(conn)
-                elif sock in waiting:
-                    waiting.remove(sock)
-                    pid = _start(sock, mine, listener, [*waiting, *children.values()])
-                    if pid:
-                        children[pid] = sock
-                else:  # a wrapper went away before its fork ended: the fork goes too
-                    for pid, conn in list(children.items()):
-                        if conn is sock:
-                            _kill(pid, signal.SIGKILL)
-            _reap(children)
+                    forked = _start(conn, mine, added, [listener, *conns])
+                    if forked is not None:
+                        children[forked[0]] = (forked[1], conn)
+                elif isinstance(ready, int) and ready in children:  # a fork ended: its wrapper ends with its status
+                    _reap(children, ready)
+                elif ready in conns and conns[ready] in children:  # a wrapper gone before its fork: the fork too
+                    _kill(children[conns[ready]][0])
+                    _reap(children, conns[ready])
     finally:
-        if os.getpid() == zygote:  # (a fork leaves through here too, when its run ends)
-            for pid in children:
-                _kill(pid, signal.SIGKILL)
+        if os.getpid() == zygote:  # (a fork leaves through here too, at its end)
+            for pid, _ in children.values():
+                _kill(pid)
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
-def _start(conn: socket.socket, mine: dict[str, str], listener: socket.socket, others: list[socket.socket]) -> int:
-    fds = array.array("i")
-    data, ancillary, _, _ = conn.recvmsg(_MAX_MESSAGE, socket.CMSG_LEN(_FDS * fds.itemsize))
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
-    request = json.loads(data)
-    if len(fds) != _FDS or request["python"] != sys.executable or _relevant(request["env"]) != mine:
-        _close(conn, fds)
-        return 0
+def _start(conn: socket.socket, mine: dict[str, str | None], added: dict[str, str],
+           inherited: list[socket.socket]) -> tuple[int, int] | None:
+    """Read a wrapper's request and fork for it: ``(the fork's pidfd, its pid)``, or ``None`` (told to exec)."""
+    fds: list[int] = []
+    try:
+        request = _receive(conn, fds)
+        same = (len(fds) == _FDS and request["python"] == sys.executable
+                and all(request["env"].get(key) == value for key, value in mine.items()))
+    except (OSError, ValueError, KeyError, TypeError):
+        same = False
+    if not same:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            conn.sendall(b"exec\n")
+        conn.close()
+        return None
     pid = os.fork()
     if pid == 0:
-        _become(request, list(fds), conn, [listener, *others])  # never returns
+        _become(request, added, fds, conn, inherited)  # never returns
     for fd in fds:
         os.close(fd)
-    return pid
+    return os.pidfd_open(pid), pid
 
 
-def _become(request: dict[str, Any], fds: list[int], conn: socket.socket, inherited: list[socket.socket]) -> None:
-    """In the fork: take the wrapper's place, then run execnet's bootstrap as ``python -c`` would."""
+def _receive(conn: socket.socket, fds: list[int]) -> dict[str, Any]:
+    """A length-prefixed JSON request; the descriptors that came with it are appended to ``fds``."""
+    conn.settimeout(10)
+    data = b""
+    while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack_from(data)[0]:
+        chunk, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(_FDS * 4))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
+        if not chunk:
+            raise ValueError("the wrapper closed its connection before its request ended")
+        data += chunk
+    conn.settimeout(None)
+    request: dict[str, Any] = json.loads(data[_HEADER.size:])
+    return request
+
+
+def _become(request: dict[str, Any], added: dict[str, str], fds: list[int], conn: socket.socket,
+            inherited: list[socket.socket]) -> None:
+    """In the fork: take the wrapper's place, then run execnet's bootstrap as ``python -u -c`` would."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         os.setpgid(0, request["pgid"])
     except OSError:
@@ -133,56 +209,47 @@ def _become(request: dict[str, Any], fds: list[int], conn: socket.socket, inheri
     conn.sendall(f"pid {os.getpid()}\n".encode())
     for sock in (conn, *inherited):
         sock.close()
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    os.environ.update({k: v for k, v in added.items() if k not in request["env"]})
     os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), _ANYIO]))
     import random
 
     random.seed()
     tempfile.tempdir = None  # found again from the environment, as a fresh interpreter does
+    argv = request["argv"]
     sys.argv = ["-c"]
-    sys.dont_write_bytecode = "-B" in request["argv"]
+    sys.dont_write_bytecode = "-B" in argv or sys.flags.dont_write_bytecode
     # the process's own streams, as ``python -u`` makes them
-    sys.stdin = open(0, closefd=False)  # noqa: SIM115
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True, errors="backslashreplace")
-    source = request["argv"][request["argv"].index("-c") + 1]
-    exec(compile(source, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    sys.stdin = sys.__stdin__ = open(0, closefd=False, errors="surrogateescape")  # noqa: SIM115
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), errors="surrogateescape",
+                                                   write_through=True)
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace",
+                                                   write_through=True)
+    main = sys.modules["__main__"].__dict__
+    main.clear()
+    main.update({"__name__": "__main__", "__builtins__": __builtins__, "__doc__": None})
+    exec(compile(argv[argv.index("-c") + 1], "<string>", "exec"), main)
     # the interpreter ends from here as a fresh one ends: threads joined, atexit run, streams flushed
     raise SystemExit(0)
 
 
-def _reap(children: dict[int, socket.socket]) -> None:
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        conn = children.pop(pid, None)
-        if conn is not None:
-            with contextlib.suppress(OSError):
-                conn.sendall(f"status {status}\n".encode())
-            conn.close()
-
-
-def _kill(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _close(conn: socket.socket, fds: Any) -> None:
-    for fd in fds:
-        os.close(fd)
-    conn.sendall(b"exec\n")
+def _reap(children: dict[int, tuple[int, socket.socket]], pidfd: int) -> None:
+    pid, conn = children.pop(pidfd)
+    _, status = os.waitpid(pid, 0)
+    os.close(pidfd)
+    with contextlib.suppress(OSError):
+        conn.sendall(f"status {status}\n".encode())
     conn.close()
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 # --------------------------------------------------------------------------------------------------- the wrapper
@@ -193,16 +260,20 @@ def wrapper(path: str, python: str, argv: list[str]) -> None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
-        request = {"python": python, "env": dict(os.environ), "cwd": os.getcwd(), "argv": argv,
-                   "pgid": os.getpgrp()}
-        conn.sendmsg([json.dumps(request).encode()],
-                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", range(_FDS)))])
+        request = json.dumps({"python": python, "env": dict(os.environ), "cwd": os.getcwd(), "argv": argv,
+                              "pgid": os.getpgrp()}).encode()
+        data = _HEADER.pack(len(request)) + request
+        sent = conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", range(_FDS)))])
+        conn.sendall(data[sent:])
         reply = conn.makefile("rb")
         first = reply.readline().split()
     except OSError:
         first = []
     if first[:1] != [b"pid"]:
         conn.close()
+        # this module is not on a fresh worker's sys.path (xdist gives it the controller's): not its plugin
+        plugins = [p for p in os.environ.get("PYTEST_PLUGINS", "").split(",") if p.strip() != "preloaded_workers"]
+        os.environ["PYTEST_PLUGINS"] = ",".join(plugins)
         os.execv(python, [python, *argv])
     pid = int(first[1])
     null = os.open(os.devnull, os.O_RDWR)
@@ -236,20 +307,21 @@ class Zygote:
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[str] | None = None
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self._dir = ""
         self._python = ""
 
-    def start(self) -> None:
-        """Start it (once), without waiting for its imports."""
+    def start(self, env: dict[str, str]) -> None:
+        """Start it (once) in the environment ``env``, without waiting for its imports."""
         if self._process is not None:
             return
-        self._dir = tempfile.TemporaryDirectory(prefix="mcpeval-zygote-")
-        path = os.path.join(self._dir.name, "socket")
+        self._dir = tempfile.mkdtemp(prefix="mcpeval-zygote-")
+        path = os.path.join(self._dir, "socket")
+        here = str(Path(__file__).parent)
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-             f"import preloaded_workers as z; del sys.path[0]; z.serve({path!r}, {os.getpid()})"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
-        self._python = f"{sys.executable} -I -S {__file__} {path} {sys.executable}"
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {here!r}); import preloaded_workers as z; "
+             f"del sys.path[0]; z.serve({path!r})"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self._python = shlex.join([sys.executable, "-I", "-S", __file__, path, sys.executable])
 
     @property
     def started(self) -> bool:
@@ -259,8 +331,9 @@ class Zygote:
         """The ``python=`` value of a gateway forked from it, once it is ready."""
         assert self._process is not None and self._process.stdout is not None
         if not self._process.stdout.closed:
-            if self._process.stdout.readline().strip() != "ready":
-                raise RuntimeError("the zygote of the preloaded workers did not start")
+            ready, _, _ = select.select([self._process.stdout], [], [], _READY_S)
+            if not ready or self._process.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"the zygote of the preloaded workers was not ready in {_READY_S:g} s")
             self._process.stdout.close()
         return self._python
 
@@ -268,10 +341,12 @@ class Zygote:
         if self._process is not None:
             self._process.terminate()
             self._process.wait()
+            assert self._process.stdin is not None
+            self._process.stdin.close()
             self._process = None
-        if self._dir is not None:
-            self._dir.cleanup()
-            self._dir = None
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = ""
 
 
 ZYGOTE = Zygote()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,11 +23,12 @@ def child(python: list[str], code: str, **kwargs: object) -> subprocess.Complete
     return subprocess.run([*python, "-u", "-c", code], capture_output=True, text=True, timeout=30, **kwargs)
 
 
-PROBE = "import os, sys; print('litellm' in sys.modules, os.getcwd(), os.environ.get('PROBE'), sys.argv, sys.path[0])"
+PROBE = ("import os, sys; "
+         "print('litellm' in sys.modules, os.getcwd(), os.environ.get('PYTEST_PROBE'), sys.argv, sys.path[0])")
 
 
 def test_a_fork_takes_the_callers_place(python: list[str], tmp_path: Path) -> None:
-    done = child(python, PROBE, cwd=tmp_path, env={**os.environ, "PROBE": "seen"})
+    done = child(python, PROBE, cwd=tmp_path, env={**os.environ, "PYTEST_PROBE": "seen"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", str(tmp_path), "seen", "['-c']"]  # sys.path[0] is '' as for -c
 
@@ -43,9 +45,32 @@ def test_a_fork_ends_as_a_fresh_interpreter_ends(python: list[str], code: str, r
     assert ("ValueError: boom" in done.stderr) == (returncode == 1)
 
 
-def test_another_environment_gets_a_fresh_interpreter(python: list[str]) -> None:
-    done = child(python, PROBE, env={**os.environ, "LITELLM_LOG": "DEBUG"})
-    assert done.stdout.split()[0] == "False"  # litellm's settings read at import differ: not a fork
+@pytest.mark.parametrize(("change", "forked"), [
+    ({"LITELLM_LOG": "DEBUG"}, False),  # read by litellm's import: a fork would have the zygote's setting
+    ({"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:9"}, False),
+    ({"HTTPS_PROXY": "http://127.0.0.1:9", "PYTEST_PROBE": "seen"}, True),  # read when a client is made: the fork's
+])
+def test_a_variable_the_imports_read_gets_a_fresh_interpreter(python: list[str], change: dict[str, str],
+                                                              forked: bool) -> None:
+    done = child(python, PROBE, env={**os.environ, **change})
+    assert done.returncode == 0 and done.stdout.split()[0] == str(forked)
+
+
+def test_a_request_the_zygote_cannot_read_leaves_it_serving(python: list[str]) -> None:
+    import socket
+
+    path = python[4]  # (the wrapper's arguments: the zygote's socket, then the interpreter)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(path)
+        conn.sendall(b"\x00\x00\x00\x05{bad")
+    long = {f"PYTEST_LONG_{i}": "x" * 50_000 for i in range(4)}  # a request of 200 kB, read whole
+    done = child(python, PROBE, env={**os.environ, **long})
+    assert done.returncode == 0 and done.stdout.split()[0] == "True"
+
+
+def test_a_fork_writes_bytecode_as_the_environment_says(python: list[str]) -> None:
+    code = "import sys; print(sys.dont_write_bytecode)"
+    assert child(python, code).stdout.split() == [str(sys.flags.dont_write_bytecode)]
 
 
 def test_a_signal_to_the_wrapper_reaches_the_fork_and_killing_it_ends_the_fork(python: list[str]) -> None:
