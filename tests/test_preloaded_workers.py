@@ -12,6 +12,9 @@ from pathlib import Path
 import preloaded_workers
 import pytest
 
+pytestmark = pytest.mark.skipif(os.environ.get("MCPEVAL_FRESH_WORKERS") == "1",
+                                reason="MCPEVAL_FRESH_WORKERS=1: the suite runs without its zygote")
+
 
 @pytest.fixture
 def python(pytester: pytest.Pytester) -> list[str]:

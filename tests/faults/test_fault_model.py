@@ -124,7 +124,8 @@ INFRASTRUCTURE = {
             " after 2 attempts: ServiceUnavailableError (HTTP 503): overloaded", 2, 2.0),
     "reset": ({"reset": True}, " after 2 attempts: connection error: [[]Errno 104] Connection reset by peer "
                                "(api_base http://127.0.0.1:*/v1)", 2, 2.0),
-    "hang": ({"hang": True}, " after 2 attempts: Timeout: no answer within 0.5 s (--mcp-timeout)", 2, 0.5),
+    # 1.5 s: at 0.5 s a loaded machine once let the second attempt time out before the server had read it
+    "hang": ({"hang": True}, " after 2 attempts: Timeout: no answer within 1.5 s (--mcp-timeout)", 2, 1.5),
     "empty-choices": ({"choices": []}, ": the response has no choices: the provider returned an empty completion "
                                        "(nothing to score)", 1, 2.0),
     "not-utf8": ({"body": b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": '
