@@ -17,8 +17,9 @@ How, with public means only:
   connection, and the zygote kills the fork;
 - a fork is made only where it stands for a fresh interpreter: the same interpreter, the same value of every
   environment variable the zygote's imports read (recorded while it imported: about 400 of them, ``PYTHON*``,
-  ``LITELLM_*``, proxies, the providers' settings...) and a process group it can join; otherwise the wrapper runs
-  the interpreter itself (``exec``), as execnet would have.
+  ``LITELLM_*``, ``AIOHTTP_*``, the providers' settings...; ``HOME`` aside, which pytester sets for each test) and
+  a process group it can join; otherwise the wrapper runs the interpreter itself (``exec``), as execnet would
+  have.  What is read later (a proxy, an API key) the fork reads from the environment it was given.
 
 What still differs from a fresh interpreter: every fork has the zygote's string-hash seed (a test that needs workers
 with different seeds is marked ``fresh_workers``: tests/test_xdist.py), the warning filters the preloaded libraries
