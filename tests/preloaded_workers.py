@@ -104,8 +104,9 @@ def serve(path: str) -> None:
     import gc
     import importlib
 
-    # a fork is told at once how to end, before it says it runs (tests/test_preloaded_workers.py)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the forks, in the runs' process groups
+    # the zygote ignores a Ctrl-C (it is for the forks, in the runs' process groups) and ends its loop on SIGTERM;
+    # a fork puts both back first thing (_become)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
@@ -140,7 +141,7 @@ def serve(path: str) -> None:
             for ready in readable:
                 if ready is listener:
                     conn, _ = listener.accept()
-                    forked = _start(conn, mine, added, [listener, *conns])
+                    forked = _start(conn, mine, added, [listener, *conns], list(children))
                     if forked is not None:
                         children[forked[0]] = (forked[1], conn)
                 elif isinstance(ready, int) and ready in children:  # a fork ended: its wrapper ends with its status
@@ -156,7 +157,7 @@ def serve(path: str) -> None:
 
 
 def _start(conn: socket.socket, mine: dict[str, str | None], added: dict[str, str],
-           inherited: list[socket.socket]) -> tuple[int, int] | None:
+           inherited: list[socket.socket], pidfds: list[int]) -> tuple[int, int] | None:
     """Read a wrapper's request and fork for it: ``(the fork's pidfd, its pid)``, or ``None`` (told to exec)."""
     fds: list[int] = []
     try:
@@ -174,7 +175,7 @@ def _start(conn: socket.socket, mine: dict[str, str | None], added: dict[str, st
         return None
     pid = os.fork()
     if pid == 0:
-        _become(request, added, fds, conn, inherited)  # never returns
+        _become(request, added, fds, conn, inherited, pidfds)  # never returns
     for fd in fds:
         os.close(fd)
     return os.pidfd_open(pid), pid
@@ -198,7 +199,7 @@ def _receive(conn: socket.socket, fds: list[int]) -> dict[str, Any]:
 
 
 def _become(request: dict[str, Any], added: dict[str, str], fds: list[int], conn: socket.socket,
-            inherited: list[socket.socket]) -> None:
+            inherited: list[socket.socket], pidfds: list[int]) -> None:
     """In the fork: take the wrapper's place, then run execnet's bootstrap as ``python -u -c`` would."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -208,8 +209,10 @@ def _become(request: dict[str, Any], added: dict[str, str], fds: list[int], conn
         conn.sendall(b"exec\n")
         os._exit(0)
     conn.sendall(f"pid {os.getpid()}\n".encode())
-    for sock in (conn, *inherited):
+    for sock in (conn, *inherited):  # the zygote's own: its listener, the other wrappers' connections and forks
         sock.close()
+    for pidfd in pidfds:
+        os.close(pidfd)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -224,7 +227,7 @@ def _become(request: dict[str, Any], added: dict[str, str], fds: list[int], conn
     tempfile.tempdir = None  # found again from the environment, as a fresh interpreter does
     argv = request["argv"]
     sys.argv = ["-c"]
-    sys.dont_write_bytecode = "-B" in argv or sys.flags.dont_write_bytecode
+    sys.dont_write_bytecode = "-B" in argv or bool(sys.flags.dont_write_bytecode)
     # the process's own streams, as ``python -u`` makes them
     sys.stdin = sys.__stdin__ = open(0, closefd=False, errors="surrogateescape")  # noqa: SIM115
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), errors="surrogateescape",
