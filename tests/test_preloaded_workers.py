@@ -73,7 +73,8 @@ def test_a_request_the_zygote_cannot_read_leaves_it_serving(python: list[str]) -
 
 def test_a_fork_writes_bytecode_as_the_environment_says(python: list[str]) -> None:
     code = "import sys; print(sys.dont_write_bytecode)"
-    assert child(python, code).stdout.split() == [str(sys.flags.dont_write_bytecode)]
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert child(python, code).stdout.split() == fresh.stdout.split() == [str(bool(sys.flags.dont_write_bytecode))]
 
 
 def test_a_signal_to_the_wrapper_reaches_the_fork_and_killing_it_ends_the_fork(python: list[str]) -> None:
