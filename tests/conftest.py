@@ -24,25 +24,37 @@ from pytest_mcpeval.testing import ScriptedModelServer
 
 # pytester's in-process runs drop the modules first imported during a run, and C extensions (numpy,
 # PyYAML's loader) cannot be imported twice in one process; litellm also costs seconds to import.  So
-# everything a run may import is imported here, once per test process.  litellm is told first, as the
-# plugin tells it, to read its bundled cost map and fetch nothing.  The collector is off during these imports and
-# what they built is frozen after (gc.freeze, public): each full pass during the imports would traverse all that was
-# made so far, and every later pass of the session all of it again (the plugin does the same for litellm alone:
-# pytest_mcpeval.models.litellm_load).
+# everything a run may import is imported once per test process, as it is configured (before any test's pytester
+# takes its snapshot of the modules).  litellm is told first, as the plugin tells it, to read its bundled cost map
+# and fetch nothing.  The collector is off during these imports and what they built is frozen after (gc.freeze,
+# public): each full pass during the imports would traverse all that was made so far, and every later pass of the
+# session all of it again (the plugin does the same for litellm alone: pytest_mcpeval.models.litellm_load).
+# xdist's controller runs no test: it skips them (about 5 s of CPU, on the cores the workers need).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 HEAVY = ("jsonschema", "litellm", "mcp.client.stdio", "numpy", "scipy.stats", "sklearn.feature_extraction.text",
          "sklearn.metrics", "yaml")
-gc.disable()
-for _name in HEAVY:
-    importlib.import_module(_name)
-# every module of the plugin, walked rather than listed, so that a new module cannot be forgotten (a module
-# first imported inside an in-process run is imported again by the next one: two classes of the same name,
-# and an `except ServerError` that no longer catches the ServerError raised)
-for _module in pkgutil.walk_packages(pytest_mcpeval.__path__, "pytest_mcpeval."):
-    importlib.import_module(_module.name)
-gc.enable()
-gc.freeze()
+
+
+def _import_heavy() -> None:
+    gc.disable()
+    for name in HEAVY:
+        importlib.import_module(name)
+    # every module of the plugin, walked rather than listed, so that a new module cannot be forgotten (a module
+    # first imported inside an in-process run is imported again by the next one: two classes of the same name,
+    # and an `except ServerError` that no longer catches the ServerError raised)
+    for module in pkgutil.walk_packages(pytest_mcpeval.__path__, "pytest_mcpeval."):
+        importlib.import_module(module.name)
+    gc.enable()
+    gc.freeze()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    controller = config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput")
+    if not controller:
+        _import_heavy()
+
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
 
