@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import pytest
+
     from pytest_mcpeval.redact import Redactor
     from pytest_mcpeval.results import Report
 
@@ -28,6 +30,7 @@ class Settings(Protocol):
     this module cannot import it)."""
 
     outputs: dict[str, Path]
+    save_baseline: Path | None
     redactor: Redactor
     models: list[str]
 
@@ -84,6 +87,14 @@ OUTPUTS: tuple[Output, ...] = (
            "flow transcript", _html, "HTML report written to {path}", what="page", ini=True),
     Output("--mcp-report", "write the versioned JSON report to PATH", _json, "report written to {path}"),
 )
+
+
+def is_read(settings: Settings, config: pytest.Config) -> bool:
+    """Whether anything but the terminal (which shows no headline interval) reads the run's report: an output, the
+    step summary, the baseline, or a users' ``pytest_mcpeval_report`` hook.  Only such a report has intervals."""
+    return (settings.save_baseline is not None or any(o.path(settings) is not None for o in OUTPUTS)
+            or bool(os.environ.get("GITHUB_STEP_SUMMARY"))
+            or bool(config.hook.pytest_mcpeval_report.get_hookimpls()))
 
 
 class Writer:

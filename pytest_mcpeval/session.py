@@ -190,6 +190,7 @@ class EvalSession:
         """The report of the run with its checks, run info, comparison and gate (masked but for the cases, which
         were masked as their results were made: plugin.pytest_runtest_makereport)."""
         from pytest_mcpeval.defaults import DEFAULT_DROP_LEVEL
+        from pytest_mcpeval.outputs import is_read
         from pytest_mcpeval.report.model import build_report, lint_section
 
         models_run = {r["model"] for r in results}
@@ -197,7 +198,7 @@ class EvalSession:
         report = build_report(results, self.catalogs, settings.models,
                               level=settings.drop_level if compared else DEFAULT_DROP_LEVEL,
                               drop_level=settings.drop_level, correction=settings.drop_correction,
-                              drop_metrics=settings.drop_metrics)
+                              drop_metrics=settings.drop_metrics, intervals=is_read(settings, self.config))
         if self.lint:
             report["lint"] = lint_section(self.lint, report)
         if self.snapshots:
