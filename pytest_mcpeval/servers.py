@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
-import os
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from typing import Any
 from pytest_mcpeval.benchmark.schema import ServerSpec
 from pytest_mcpeval.bounds import depth_exceeds
 from pytest_mcpeval.catalog import Catalog, catalog_from_json, catalog_from_mcp
+from pytest_mcpeval.catalog_files import load_tools_file
 from pytest_mcpeval.core import Core
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT, MAX_DEPTH
 from pytest_mcpeval.server_log import (
@@ -366,24 +366,3 @@ def _report(exc: BaseException, opened: concurrent.futures.Future[tuple[Any, lis
         reason += hint + watch.details(stdio)
         write_log(log, f"could not connect to the server ({label})", exc)
         opened.set_exception(ServerError(f"could not connect to the server ({label}): {reason}; its log: {log}"))
-
-
-def load_tools_file(path: Path, shown: str | None = None) -> Catalog:
-    """The catalog of a ``tools_file``; a :class:`ServerError` names the file (as ``shown``) and every problem."""
-    from pytest_mcpeval.benchmark.problems import BenchmarkError
-    from pytest_mcpeval.benchmark.tools_file import read_tools_file
-
-    try:
-        tools = read_tools_file(path, shown)
-    except FileNotFoundError:
-        where = os.path.normpath(path)  # the file's directory joined with what it says: show where that leads
-        raise ServerError(f"tools_file {path}{f' (that is {where})' if where != str(path) else ''} does not "
-                          "exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ServerError(f"tools_file {path} cannot be read: {exc}") from None
-    except BenchmarkError as exc:
-        raise ServerError(f"tools_file {shown or path} is not a valid tool list:\n{exc}") from None
-    try:
-        return Catalog(tools)
-    except ValueError as exc:  # pragma: no cover - read_tools_file checked names
-        raise ServerError(f"tools_file {shown or path}: {exc}") from None

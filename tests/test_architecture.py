@@ -182,7 +182,7 @@ def test_renderings_import_neither_scoring_nor_gate() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "results", "text", "numbers", "bounds", "defaults", "redact", "json_file", "storage", "hookspecs",
      "interrupts", "tool_result", "server_log", "core"),
-    ("benchmark", "catalog", "transports", "server_secrets", "servers", "overlay", "tool_search"),
+    ("benchmark", "catalog", "catalog_files", "transports", "server_secrets", "servers", "overlay", "tool_search"),
     ("models", "catalog_report"),
     ("scoring",),
     ("gate",),
