@@ -347,7 +347,7 @@ def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pyteste
     kept on held-out evidence, the other one loses on train, the search_issues one has too few changed cases."""
     # the model loaded before the in-process evaluations (the `minilm` fixture): each evaluation reuses it
     retriever = minilm
-    embedded = retriever.queries_embedded
+    embedded, tools_embedded = retriever.queries_embedded, retriever.tools_embedded
     monkeypatch.setattr(command, "Evaluator", functools.partial(Evaluator, runner=in_process(pytester)))
     tmp_path = pytester.path
     for name in ("github", "tune"):
@@ -371,6 +371,9 @@ def test_the_demo_keeps_one_rewrite_and_drops_the_others_on_the_examples(pyteste
     # every evaluation ranks the same requests: each is embedded once in the process, not once per evaluation
     rankings, requests = data["cost"]["calls"], len(data["split"]["train"]) + len(data["split"]["holdout"])
     assert retriever.queries_embedded - embedded <= requests < rankings, (rankings, requests)
+    # and each tool text once: the catalog's, then each candidate's description (not the whole catalog per try)
+    catalog = json.loads((EXAMPLES / "github" / "github-tools.json").read_text())
+    assert retriever.tools_embedded - tools_embedded <= len(catalog) + len(data["candidates"])
 
 
 def test_tool_search_is_passed_on_to_every_evaluation(tmp_path: Path) -> None:
