@@ -54,6 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput")
     if not controller:
         _import_heavy()
+    elif os.environ.get("MCPEVAL_FRESH_WORKERS") != "1":  # one zygote for the whole suite: its workers adopt it
+        preloaded_workers.ZYGOTE.start(RUNS_ENV)
+        os.environ[preloaded_workers.SHARED] = preloaded_workers.ZYGOTE.socket
 
 
 GITHUB_TOOLS = Path(__file__).parent / "data" / "github-tools.json"
@@ -166,7 +169,8 @@ def _preloaded_workers(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
         preloaded_workers.ZYGOTE.start(RUNS_ENV)
 
 
-def pytest_sessionfinish() -> None:
+@pytest.hookimpl(trylast=True)  # xdist's controller: after its workers, whose runs' workers are forks of it
+def pytest_unconfigure() -> None:
     preloaded_workers.ZYGOTE.stop()
 
 

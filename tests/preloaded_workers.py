@@ -2,8 +2,10 @@
 
 Why: the suite runs a few hundred in-process pytest runs under ``-n 1`` or ``-n 2``; each of their workers is a
 fresh interpreter, and the first model call in it imports litellm and mcp: about 3 s of CPU each time, most of the
-suite's CPU.  Here one process per test process (the zygote) imports them once; a worker is a fork of it, given
-the pipes, the working directory and the environment of the process xdist started.
+suite's CPU.  Here one process (the zygote) imports them once; a worker is a fork of it, given the pipes, the
+working directory and the environment of the process xdist started.  Under ``make test`` (``-n``) xdist's
+controller starts the one zygote of the suite, and every test process adopts it (:class:`Zygote`); a test process
+of its own (``pytest tests/...`` without ``-n``) starts one for itself.
 
 How, with public means only:
 - the tests' fixture (tests/conftest.py) starts the zygote and names this module in ``PYTEST_PLUGINS`` (pytest's
@@ -59,6 +61,7 @@ _HEADER = struct.Struct("!I")  # the request's length, before it
 _ANYIO = "-W " + shlex.quote(
     "ignore:Module already imported so cannot be rewritten; anyio:pytest.PytestAssertRewriteWarning")
 _READY_S = 120.0
+SHARED = "PRELOADED_WORKERS_SOCKET"  # the suite's zygote, started by xdist's controller (Zygote.start)
 
 
 class _Recording(MutableMapping[str, str]):
@@ -108,6 +111,10 @@ def serve(path: str) -> None:
     # a fork puts both back first thing (_become)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # listening before the imports: a wrapper that comes early waits for its fork in the queue, not for a socket
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     before = dict(os.environ)
@@ -127,9 +134,6 @@ def serve(path: str) -> None:
     # what they set (litellm sets TIKTOKEN_CACHE_DIR): a fork sets it too, as its imports would have
     added = {k: v for k, v in os.environ.items() if k not in before}
     zygote = os.getpid()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(16)
     print("ready", flush=True)
     children: dict[int, tuple[int, socket.socket]] = {}  # a fork's pidfd -> (its pid, the wrapper's connection)
     try:
@@ -307,7 +311,10 @@ def wrapper(path: str, python: str, argv: list[str]) -> None:
 class Zygote:
     """The zygote of a test process.  Started by the tests' fixture, in the environment the runs will have, and
     waited for by the first run that starts workers; a subprocess run imports this module afresh and finds no
-    zygote started, so its workers are fresh interpreters."""
+    zygote started, so its workers are fresh interpreters.
+
+    Under ``make test`` (``-n``) one zygote serves the whole suite: xdist's controller starts it (tests/conftest.py)
+    and names it in :data:`SHARED`, and each worker's fixture adopts it rather than start one of its own."""
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[str] | None = None
@@ -315,8 +322,13 @@ class Zygote:
         self._python = ""
 
     def start(self, env: dict[str, str]) -> None:
-        """Start it (once) in the environment ``env``, without waiting for its imports."""
-        if self._process is not None:
+        """Start it (once) in the environment ``env``, without waiting for its imports; or adopt the suite's, when
+        ``env`` names one whose socket is there."""
+        if self._process is not None or self._python:
+            return
+        shared = env.get(SHARED)
+        if shared and os.path.exists(shared):
+            self._python = self._wrapper(shared)
             return
         self._dir = tempfile.mkdtemp(prefix="mcpeval-zygote-")
         path = os.path.join(self._dir, "socket")
@@ -325,16 +337,25 @@ class Zygote:
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {here!r}); import preloaded_workers as z; "
              f"del sys.path[0]; z.serve({path!r})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self._python = shlex.join([sys.executable, "-I", "-S", __file__, path, sys.executable])
+        self._python = self._wrapper(path)
+
+    @staticmethod
+    def _wrapper(path: str) -> str:
+        return shlex.join([sys.executable, "-I", "-S", __file__, path, sys.executable])
 
     @property
     def started(self) -> bool:
-        return self._process is not None
+        return bool(self._python)
+
+    @property
+    def socket(self) -> str:
+        """The socket of the zygote this process started ("" for one adopted, or none)."""
+        return os.path.join(self._dir, "socket") if self._process is not None else ""
 
     def python(self) -> str:
         """The ``python=`` value of a gateway forked from it, once it is ready."""
-        assert self._process is not None and self._process.stdout is not None
-        if not self._process.stdout.closed:
+        assert self._python
+        if self._process is not None and self._process.stdout is not None and not self._process.stdout.closed:
             ready, _, _ = select.select([self._process.stdout], [], [], _READY_S)
             if not ready or self._process.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"the zygote of the preloaded workers was not ready in {_READY_S:g} s")
@@ -342,6 +363,8 @@ class Zygote:
         return self._python
 
     def stop(self) -> None:
+        """End the zygote this process started (and its forks); forget one adopted."""
+        self._python = ""
         if self._process is not None:
             self._process.terminate()
             self._process.wait()
