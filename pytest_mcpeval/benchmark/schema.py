@@ -383,7 +383,3 @@ def json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "pytest-mcpeval benchmark file (version 1)"
     return schema
-
-
-def is_case_id(text: str) -> bool:
-    return re.match(CASE_ID_PATTERN, text) is not None

@@ -121,11 +121,6 @@ class ModelSpec:
         """The parameters the user set (``mcp_model_params``): sent as given."""
         return {k: v for k, v in self.params.items() if k not in self.defaults}
 
-    @property
-    def default_params(self) -> dict[str, Any]:
-        """The plugin's defaults the user did not override: sent only where the model accepts them."""
-        return {k: v for k, v in self.params.items() if k in self.defaults}
-
     def to_builtin(self) -> dict[str, Any]:
         """For reports: secrets (keys, tokens, headers) are left out, never written."""
         return {"name": self.name, "target": self.target, "params": without_secrets(self.params)}

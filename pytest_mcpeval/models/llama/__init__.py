@@ -107,11 +107,6 @@ def served_target(target: str) -> str:
     return target
 
 
-def owns(target: str) -> bool:
-    """Whether a model's (litellm-side) ``target`` is served by this route."""
-    return target.startswith(TARGET_PREFIX)
-
-
 def route_of(target: str) -> Route:
     name = target[len(TARGET_PREFIX):]
     if name.startswith(GGUF_PREFIX):
