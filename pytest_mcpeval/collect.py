@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import pytest
 
@@ -29,7 +29,7 @@ from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, item_name, missing_tools, needs_judge
-from pytest_mcpeval.run.item import CaseMissed, case_fixtures, run_case
+from pytest_mcpeval.run.item import CaseMissed, run_case
 
 RETRIEVER_FLOW_REASON = (
     "a flow needs a model that calls tools turn after turn; local/... is a retriever that only ranks the tools"
@@ -42,15 +42,9 @@ NO_MODEL_REASON = (
     "--mcp-models=openai/gpt-4o-mini), or set mcp_models in [tool.pytest.ini_options]"
 )
 
-if TYPE_CHECKING:
-    from pytest_mcpeval.run.runtime import Runtime
-
 
 class CaseItem(pytest.Function):
     """One case for one model."""
-
-    def runtest(self) -> None:
-        run_case(self, cast("Runtime", self.funcargs["mcpeval_runtime"]), self.funcargs["mcp_server"])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, CaseMissed | CaseError):
@@ -90,7 +84,7 @@ class BenchmarkFileNode(pytest.File):
             register_tags(self.config, (*bench.spec.tags, *case.tags))
             for model in models:
                 name = item_name(case.id, model)
-                item = CaseItem.from_parent(self, name=name, callobj=case_fixtures)
+                item = CaseItem.from_parent(self, name=name, callobj=run_case)
                 item.stash[CASE_KEY] = CaseRef(bench, case, model)
                 for tag in (*bench.spec.tags, *case.tags):
                     item.add_marker(tag)

@@ -24,17 +24,12 @@ class CaseMissed(Exception):
     """Raised under --mcp-strict so a miss fails its test; the message is the diff."""
 
 
-def case_fixtures(mcpeval_runtime: Runtime, mcp_server: object) -> None:
-    """The fixtures a case item uses, by this signature's names (the item's ``callobj``): the item runs
-    :func:`run_case` with them (``CaseItem.runtest``), so no ``request`` is made for it (pytest builds one per
-    item that asks for it: 0.1 ms of each case of a replay)."""
-
-
-def run_case(item: pytest.Function, mcpeval_runtime: Runtime, mcp_server: object) -> None:
+def run_case(request: pytest.FixtureRequest, mcpeval_runtime: Runtime, mcp_server: object) -> None:
     """The body of every case item: run, score, and keep the result for the report."""
     from pytest_mcpeval.report.terminal import miss_lines
     from pytest_mcpeval.run.prefetch import group_items, prefetch_group
 
+    item = request.node
     group = prefetch_group(item)  # the items whose calls this process makes, all at once
     if mcpeval_runtime.needs_prefetch(group):  # the group's first item: list the rest once, not per item
         refs = (other.stash.get(CASE_KEY, None) for other in group_items(item, group))
