@@ -28,16 +28,17 @@ def load_tools_file(path: Path, shown: str | None = None) -> Catalog:
     from pytest_mcpeval.benchmark.problems import BenchmarkError
     from pytest_mcpeval.benchmark.tools_file import read_tools_file
 
-    key = None
+    key = data = None
     with contextlib.suppress(OSError):  # not there, or not readable: said below
         if path.stat().st_size <= MAX_FILE_BYTES:
-            key = hashlib.sha256(path.read_bytes()).digest()
+            data = path.read_bytes()  # hashed and parsed both: a file rewritten meanwhile is not kept under another
+            key = hashlib.sha256(data).digest()
     with _LOCK:
         found = _TOOLS_FILES.get(key) if key is not None else None
     if found is not None:
         return found
     try:
-        tools = read_tools_file(path, shown)
+        tools = read_tools_file(path, shown, data)
     except FileNotFoundError:
         where = os.path.normpath(path)  # the file's directory joined with what it says: show where that leads
         raise ServerError(f"tools_file {path}{f' (that is {where})' if where != str(path) else ''} does not "

@@ -123,15 +123,17 @@ class Retriever:
         except Exception as exc:  # a broken model directory: report it, don't crash the session
             raise LocalModelError(f"local/{name}: cannot load the model at {path}: {exc}") from None
 
-    def _embed(self, texts: list[str]) -> Any:
-        return self._model.encode(texts, normalize_embeddings=True, batch_size=32, show_progress_bar=False)
+    def _embed(self, texts: list[str], batch_size: int = 32) -> Any:
+        return self._model.encode(texts, normalize_embeddings=True, batch_size=batch_size, show_progress_bar=False)
 
     def embed_catalog(self, catalog: Catalog) -> float:
         """Embed the catalog's tools unless done already; the seconds this call spent doing it.
 
         A tool whose text an earlier catalog had keeps that embedding: ``tune`` tries one description at a time, and
-        only that tool's text is embedded again (the rest of the examples' catalog took 2.8 s a try here).  The texts
-        not seen yet are embedded together, as a new catalog's always were.  At most :data:`MAX_QUERIES` are kept."""
+        only that tool's text is embedded again (the whole of the examples' catalog took 2.8 s a try here).  Each text
+        is embedded alone, as a request is: in a batch its vector would depend on the texts padded with it (by up to
+        1.5e-7), so on which catalogs the process saw before; alone it is the same in every process, and no slower
+        (no padding).  At most :data:`MAX_QUERIES` are kept."""
         import numpy as np
 
         with self._lock:
@@ -142,7 +144,7 @@ class Retriever:
             found = {t: self._texts[t] for t in texts if t in self._texts}
             new = list(dict.fromkeys(t for t in texts if t not in found))
             if new:
-                found.update(zip(new, self._embed(new), strict=True))
+                found.update(zip(new, self._embed(new, batch_size=1), strict=True))
                 self.tools_embedded += len(new)
             matrix = np.stack([found[t] for t in texts]) if texts else self._embed([])
             for text in new:
