@@ -51,7 +51,8 @@ def _import_heavy() -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    controller = config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput")
+    controller = (not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
+                  and bool(config.getoption("tx", None)) and not config.option.collectonly)  # as xdist decides
     if not controller:
         _import_heavy()
     elif os.environ.get("MCPEVAL_FRESH_WORKERS") != "1":  # one zygote for the whole suite: its workers adopt it

@@ -273,8 +273,10 @@ def wrapper(path: str, python: str, argv: list[str]) -> None:
         data = _HEADER.pack(len(request)) + request
         sent = conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", range(_FDS)))])
         conn.sendall(data[sent:])
+        conn.settimeout(_READY_S)  # a zygote stuck in its imports: a fresh interpreter after all, as before
         reply = conn.makefile("rb")
         first = reply.readline().split()
+        conn.settimeout(None)  # then the fork's whole life
     except OSError:
         first = []
     if first[:1] != [b"pid"]:
