@@ -85,7 +85,8 @@ def parse(data: bytes) -> Any:
         raise JsonFileError(f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
     except RecursionError:  # the C scanner's own guard, at about a thousand levels
         raise JsonFileError(f"nested too deep (more than {MAX_DEPTH} levels)") from None
-    deep = too_deep(value, MAX_DEPTH)
+    # a text with no more brackets than the bound cannot nest deeper (two counts in C; a cache entry has about ten)
+    deep = too_deep(value, MAX_DEPTH) if text.count("{") + text.count("[") > MAX_DEPTH else None
     if deep is not None:
         raise JsonFileError(f"nested too deep (more than {MAX_DEPTH} levels, at {deep or 'the top'})")
     return value

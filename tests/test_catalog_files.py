@@ -1,5 +1,6 @@
-"""A tools file's catalog is made once per process for each content (pytest_mcpeval/catalog_files.py), and the schema
-each tool is sent with is a copy of its own."""
+"""A tools file's catalog is made once per process for each content (pytest_mcpeval/catalog_files.py), the schema
+each tool is sent with is a copy of its own, and a JSON file of ours (a cache entry, a baseline) is refused beyond its
+nesting bound, with or without the walk that finds where (pytest_mcpeval/json_file.py)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,19 @@ def test_each_tool_is_sent_with_a_copy_of_its_schema() -> None:
     sent["x"][1].append(3)
     assert schema == {"type": "object", "properties": {"who": {"type": "string", "enum": ["me", "you"]}},
                       "x": (1, [2])}
+
+
+@pytest.mark.parametrize(("text", "deep"), [
+    ("[" * 32 + "]" * 32, False),  # at the bound
+    ("[" * 33 + "]" * 33, True),
+    (json.dumps({"a": "[" * 40, "b": [[{"c": "{" * 40}]]}), False),  # brackets in strings: counted, then walked
+    (json.dumps({"a": "x"}), False),
+])
+def test_a_json_file_is_refused_when_nested_beyond_the_bound(text: str, deep: bool) -> None:
+    from pytest_mcpeval.json_file import JsonFileError, parse
+
+    if deep:
+        with pytest.raises(JsonFileError, match="nested too deep"):
+            parse(text.encode())
+    else:
+        assert parse(text.encode()) == json.loads(text)
