@@ -28,17 +28,17 @@ def load_tools_file(path: Path, shown: str | None = None) -> Catalog:
     from pytest_mcpeval.benchmark.problems import BenchmarkError
     from pytest_mcpeval.benchmark.tools_file import read_tools_file
 
-    key = data = None
+    key = raw = None
     with contextlib.suppress(OSError):  # not there, or not readable: said below
         if path.stat().st_size <= MAX_FILE_BYTES:
-            data = path.read_bytes()  # hashed and parsed both: a file rewritten meanwhile is not kept under another
-            key = hashlib.sha256(data).digest()
+            raw = path.read_bytes()  # hashed and parsed both: a file rewritten meanwhile is not kept under another
+            key = hashlib.sha256(raw).digest()
     with _LOCK:
         found = _TOOLS_FILES.get(key) if key is not None else None
     if found is not None:
         return found
     try:
-        tools = read_tools_file(path, shown, data)
+        tools = read_tools_file(path, shown, raw)
     except FileNotFoundError:
         where = os.path.normpath(path)  # the file's directory joined with what it says: show where that leads
         raise ServerError(f"tools_file {path}{f' (that is {where})' if where != str(path) else ''} does not "

@@ -147,18 +147,18 @@ def _json_lines(text: str) -> dict[Loc, int]:
     return out
 
 
-def read_tools_file(path: Path, shown: str | None = None, data: bytes | None = None) -> list[dict[str, Any]]:
+def read_tools_file(path: Path, shown: str | None = None, raw: bytes | None = None) -> list[dict[str, Any]]:
     """The tools of a tools file, validated; a :class:`BenchmarkError` naming ``shown`` (else ``path``) if not.
-    ``data``: the file's bytes, read already (then ``path`` only names it).
+    ``raw``: the file's bytes, read already (then ``path`` only names it).
 
     ``FileNotFoundError`` and other ``OSError`` (and ``UnicodeDecodeError``) are left to the caller.
     """
     shown = shown or str(path)
-    size = path.stat().st_size if data is None else len(data)
+    size = path.stat().st_size if raw is None else len(raw)
     if size > MAX_FILE_BYTES:
         raise BenchmarkError(shown, f"the file has {size:,} bytes, more than the {MAX_FILE_BYTES:,} a tools file may "
                                     "have")
-    text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
+    text = path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
     try:
         data = bounds.loads(text)  # strict JSON, at most MAX_DEPTH levels
     except ValueError as exc:
