@@ -32,8 +32,12 @@ from pytest_mcpeval.testing import ScriptedModelServer
 # xdist's controller runs no test: it skips them (about 5 s of CPU, on the cores the workers need).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-HEAVY = ("jsonschema", "litellm", "mcp.client.stdio", "numpy", "scipy.stats", "sklearn.feature_extraction.text",
-         "sklearn.metrics", "yaml")
+# Also what litellm imports on its first call, and the modules of xdist's controller and syrupy's extensions that a
+# run imports: first imported inside a run, each was imported again by every run (about a third of the CPU of the
+# tests that run the plugin in-process; tests/test_preloaded_workers.py checks that a run imports none of them).
+HEAVY = ("jsonschema", "litellm", *preloaded_workers.FIRST_CALL, "mcp.client.stdio", "numpy", "scipy.stats",
+         "sklearn.feature_extraction.text", "sklearn.metrics", "yaml", "xdist.dsession", "xdist.workermanage",
+         "xdist.report", "xdist.scheduler", "syrupy.extensions.json", "syrupy.extensions.single_file")
 
 
 def _import_heavy() -> None:

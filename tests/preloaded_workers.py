@@ -53,7 +53,15 @@ from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-_PRELOAD = ("litellm", "mcp.client.stdio", "mcp.client.session", "jsonschema", "yaml", "numpy")
+# litellm, and what it imports only on its first call (its proxy's types, ~35 modules; tiktoken's vocabulary loader),
+# which every fork would otherwise import again; tests/test_preloaded_workers.py checks that a run imports none
+FIRST_CALL = ("litellm.proxy.openai_files_endpoints.common_utils", "litellm.proxy.spend_tracking.savings",
+              "litellm.llms.github_copilot.per_user_auth", "litellm.llms.openai_like.dynamic_config",
+              "litellm._service_logger", "litellm.integrations.generic_api.generic_api_callback",
+              "litellm.integrations.prometheus_services", "litellm.litellm_core_utils.logging_callback_manager",
+              "litellm.llms.litellm_proxy.chat.transformation", "litellm.llms.openai.chat.gpt_audio_transformation",
+              "tiktoken_ext.openai_public", "tiktoken.load")
+_PRELOAD = ("litellm", *FIRST_CALL, "mcp.client.stdio", "mcp.client.session", "jsonschema", "yaml", "numpy")
 # set by pytester for each test (its own home): read by the imports (``~`` in a default path), allowed to differ
 _PER_TEST = ("HOME", "USERPROFILE")
 _FDS = 3

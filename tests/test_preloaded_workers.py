@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import preloaded_workers
 import pytest
+from conftest import run
 
 pytestmark = pytest.mark.skipif(os.environ.get("MCPEVAL_FRESH_WORKERS") == "1",
                                 reason="MCPEVAL_FRESH_WORKERS=1: the suite runs without its zygote")
@@ -102,6 +105,43 @@ def test_an_in_process_run_under_xdist_runs_on_forks_and_a_subprocess_run_does_n
     assert "warnings summary" not in forked.stdout.str()
     fresh = pytester.runpytest_subprocess("-n", "1", "-p", "no:randomly")
     fresh.stdout.fnmatch_lines(["*Captured stdout call*", "False", "*1 failed*"])
+
+
+# a module first imported inside an in-process run is dropped with the run (pytester restores sys.modules) and imported
+# again by the next: what litellm imports on its first call was imported again by every run, and by every fork.  A
+# litellm that imports other modules on its first call fails this test: add them to FIRST_CALL.
+IMPORTS_PROBE = """
+import json, sys
+
+_configured = set()
+
+
+def pytest_configure(config):
+    _configured.update(sys.modules)
+
+
+def pytest_sessionfinish(session):
+    name = "fork.json" if hasattr(session.config, "workerinput") else "run.json"
+    with open(name, "w") as f:
+        json.dump({"all": sorted(sys.modules), "since_configure": sorted(set(sys.modules) - _configured)}, f)
+"""
+
+
+def _ours(modules: Iterable[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in ("litellm", "tiktoken", "tiktoken_ext", "xdist", "syrupy"))
+
+
+def test_a_run_and_a_fork_import_nothing_that_was_preloaded(two_benchmark_files: pytest.Pytester) -> None:
+    pytester = two_benchmark_files
+    (pytester.path / "conftest.py").write_text(IMPORTS_PROBE)
+    before = set(sys.modules)
+    run(pytester, "--mcp-models=fake", "--mcp-record=off", "-k", "a0").assert_outcomes(passed=1)
+    in_process = json.loads((pytester.path / "run.json").read_text())
+    assert _ours(set(in_process["all"]) - before) == [], "\n".join(_ours(set(in_process["all"]) - before))
+    run(pytester, "--mcp-models=fake", "--mcp-record=off", "-k", "a0", "-n", "1").assert_outcomes(passed=1)
+    fork = json.loads((pytester.path / "fork.json").read_text())
+    assert "litellm.proxy._types" in fork["all"]  # a call was made...
+    assert [m for m in _ours(fork["since_configure"]) if m.startswith(("litellm", "tiktoken"))] == []  # ...on preloads
 
 
 @pytest.mark.fresh_workers

@@ -313,12 +313,17 @@ def collected(result: pytest.RunResult) -> list[str]:
 def test_the_partition_is_the_same_under_every_hash_seed(pytester: pytest.Pytester,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makefile(".mcpeval.yaml", a=SERVER + CASES, b=SERVER + CASES.replace("q", "r"))
-    shares = {}
+    shares, orders = {}, {}
     for seed in ("0", "4242"):
         monkeypatch.setenv("PYTHONHASHSEED", seed)
         shares[seed] = [collected(pytester.runpytest_subprocess("--collect-only", "-q", f"--mcp-shard={k}/3"))
                         for k in (1, 2, 3)]
+        # the order too, two models: xdist's workers must collect the same items in the same order, and a user's
+        # workers each have a seed of their own (the suite's in-process runs fork workers with one seed)
+        every = pytester.runpytest_subprocess("--collect-only", "-q", "--mcp-models=m1,m2")
+        orders[seed] = [line for line in every.stdout.lines if "::" in line]
     assert shares["0"] == shares["4242"]
+    assert orders["0"] == orders["4242"] and len(orders["0"]) == 24
     every = [name for share in shares["0"] for name in share]
     assert sorted(every) == sorted(set(every)) and len(every) == 12
     assert sorted(map(len, shares["0"])) == [4, 4, 4]

@@ -235,9 +235,8 @@ def test_a_late_worker_that_collected_other_items_is_reported_and_stopped(pytest
     assert [r.nodeid for r in reports] == ["gw2"] and "Different tests were collected" in str(reports[0].longrepr)
 
 
-# fresh interpreters, each with a hash seed of its own, as a user's workers are: the workers' collections must agree
-# whatever the seeds (a fork of the suite's zygote has the zygote's seed: tests/preloaded_workers.py)
-@pytest.mark.fresh_workers
+# the workers here are forks of the suite's zygote, with its hash seed (tests/preloaded_workers.py); that the
+# collection's order does not depend on the seed, as xdist needs of a user's workers, is checked in test_shards.py
 def test_a_slice_runs_on_one_worker_and_every_call_is_made_once(project: pytest.Pytester,
                                                                  model_server: ScriptedModelServer) -> None:
     model_server.latency = 0.2
