@@ -165,7 +165,9 @@ def serve(path: str) -> None:
         if os.getpid() == zygote:  # (a fork leaves through here too, at its end)
             for pid, _ in children.values():
                 _kill(pid)
-            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+            with contextlib.suppress(OSError):  # the socket, then its folder if nothing else is in it
+                os.unlink(path)
+                os.rmdir(os.path.dirname(path))
 
 
 def _start(conn: socket.socket, mine: dict[str, str | None], added: dict[str, str],
