@@ -46,7 +46,7 @@ HEAVY = ("jsonschema", "litellm", *preloaded_workers.FIRST_CALL, "mcp.client.std
 def _import_heavy() -> None:
     gc.disable()
     for name in HEAVY:
-        importlib.import_module(name)
+        preloaded_workers.preload(name)
     # every module of the plugin, walked rather than listed, so that a new module cannot be forgotten (a module
     # first imported inside an in-process run is imported again by the next one: two classes of the same name,
     # and an `except ServerError` that no longer catches the ServerError raised)
