@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import first_call
 import preloaded_workers
 import pytest
 
@@ -37,8 +38,8 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Also what litellm imports on its first call, and the modules of xdist's controller and syrupy's extensions that a
 # run imports: first imported inside a run, each was imported again by every run (about a third of the CPU of the
-# tests that run the plugin in-process; tests/test_preloaded_workers.py checks that a run imports none of them).
-HEAVY = ("jsonschema", "litellm", *preloaded_workers.FIRST_CALL, "mcp.client.stdio", "numpy", "scipy.stats",
+# tests that run the plugin in-process; tests/test_preloaded_workers.py checks litellm's and xdist's).
+HEAVY = ("jsonschema", "litellm", *first_call.FIRST_CALL, "mcp.client.stdio", "numpy", "scipy.stats",
          "sklearn.feature_extraction.text", "sklearn.metrics", "yaml", "xdist.dsession", "xdist.workermanage",
          "xdist.report", "xdist.scheduler", "syrupy.extensions.json", "syrupy.extensions.single_file")
 
@@ -46,7 +47,7 @@ HEAVY = ("jsonschema", "litellm", *preloaded_workers.FIRST_CALL, "mcp.client.std
 def _import_heavy() -> None:
     gc.disable()
     for name in HEAVY:
-        preloaded_workers.preload(name)
+        first_call.preload(name)
     # every module of the plugin, walked rather than listed, so that a new module cannot be forgotten (a module
     # first imported inside an in-process run is imported again by the next one: two classes of the same name,
     # and an `except ServerError` that no longer catches the ServerError raised)

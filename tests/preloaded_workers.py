@@ -23,9 +23,9 @@ How, with public means only:
   a process group it can join; otherwise the wrapper runs the interpreter itself (``exec``), as execnet would
   have.  What is read later (a proxy, an API key) the fork reads from the environment it was given.
 
-What still differs from a fresh interpreter: every fork has the zygote's string-hash seed (a test that needs workers
-with different seeds is marked ``fresh_workers``: tests/test_xdist.py), the warning filters the preloaded libraries
-added at import are in place from the start, and tracebacks of the bootstrap show the zygote's frames.  Not
+What still differs from a fresh interpreter: every fork has the zygote's string-hash seed (that the collection
+does not depend on it is checked with fresh interpreters: tests/test_shards.py), the warning filters the preloaded
+libraries added at import are in place from the start, and tracebacks of the bootstrap show the zygote's frames.  Not
 preloaded: pytest's plugins (pytest_mcpeval, xdist, syrupy), so that pytest rewrites them as in a fresh worker.
 anyio (imported by mcp and httpx) is one: a fork filters its "already imported" warning through
 ``PYTEST_ADDOPTS``, which an xdist worker reads.
@@ -53,16 +53,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-# litellm, and what it imports only on its first call (its proxy's types, ~35 modules; tiktoken's vocabulary loader),
-# which every fork would otherwise import again; tests/test_preloaded_workers.py checks that a run imports none.  A
-# litellm without one of them (litellm is not pinned) loses only the time: see preload()
-FIRST_CALL = ("litellm.proxy.openai_files_endpoints.common_utils", "litellm.proxy.spend_tracking.savings",
-              "litellm.llms.github_copilot.per_user_auth", "litellm.llms.openai_like.dynamic_config",
-              "litellm._service_logger", "litellm.integrations.generic_api.generic_api_callback",
-              "litellm.integrations.prometheus_services", "litellm.litellm_core_utils.logging_callback_manager",
-              "litellm.llms.litellm_proxy.chat.transformation", "litellm.llms.openai.chat.gpt_audio_transformation",
-              "tiktoken_ext.openai_public", "tiktoken.load")
-_PRELOAD = ("litellm", *FIRST_CALL, "mcp.client.stdio", "mcp.client.session", "jsonschema", "yaml", "numpy")
+_PRELOAD = ("mcp.client.stdio", "mcp.client.session", "jsonschema", "yaml", "numpy")  # after first_call's: serve()
 # set by pytester for each test (its own home): read by the imports (``~`` in a default path), allowed to differ
 _PER_TEST = ("HOME", "USERPROFILE")
 _FDS = 3
@@ -107,18 +98,6 @@ class _Recording(MutableMapping[str, str]):
         return dict(self.environ)
 
 
-def preload(name: str) -> None:
-    """Import ``name``; one of :data:`FIRST_CALL` that this litellm does not have is left out (the test of what a
-    run imports then names what it imports instead)."""
-    import importlib
-
-    try:
-        importlib.import_module(name)
-    except ModuleNotFoundError:
-        if name not in FIRST_CALL:
-            raise
-
-
 # ---------------------------------------------------------------------------------------------------- the zygote
 
 
@@ -142,8 +121,9 @@ def serve(path: str) -> None:
     os.environ = recording  # type: ignore[assignment]  # noqa: B003 (read through, not cleared; os.getenv too)
     gc.disable()
     try:
-        for name in _PRELOAD:
-            preload(name)
+        import first_call  # imported with this module (Zygote.start's command)
+        for name in ("litellm", *first_call.FIRST_CALL, *_PRELOAD):
+            first_call.preload(name)
     finally:
         os.environ = environ  # noqa: B003
         gc.enable()
@@ -359,7 +339,7 @@ class Zygote:
         here = str(Path(__file__).parent)
         self._process = subprocess.Popen(
             [sys.executable, "-c", f"import sys; sys.path.insert(0, {here!r}); import preloaded_workers as z; "
-             f"del sys.path[0]; z.serve({path!r})"],
+             f"import first_call; del sys.path[0]; z.serve({path!r})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self._python = self._wrapper(path)
 
