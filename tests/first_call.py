@@ -33,6 +33,5 @@ def preload(name: str) -> None:
     try:
         importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        missing = exc.name or ""
-        if name not in FIRST_CALL or not missing or not (name == missing or name.startswith(missing + ".")):
+        if name not in FIRST_CALL or not f"{name}.".startswith(f"{exc.name}."):
             raise

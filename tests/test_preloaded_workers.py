@@ -132,12 +132,12 @@ def pytest_sessionfinish(session):
 """
 
 
-def _again(modules: Iterable[str], prefixes: tuple[str, ...]) -> list[str]:
-    """The modules of ``prefixes`` among ``modules`` that the preload should have spared: under
-    :data:`first_call.MEASURED_WITH`, all of them; under another litellm, those of :data:`first_call.FIRST_CALL`."""
+def _again(modules: Iterable[str]) -> list[str]:
+    """The modules among ``modules`` that the preload should have spared: under :data:`first_call.MEASURED_WITH`,
+    all of litellm's and tiktoken's; under another litellm, those of :data:`first_call.FIRST_CALL`."""
     if version("litellm") != first_call.MEASURED_WITH:
         return sorted(set(modules) & set(first_call.FIRST_CALL))
-    return sorted(m for m in modules if m.split(".")[0] in prefixes)
+    return sorted(m for m in modules if m.split(".")[0] in ("litellm", "tiktoken", "tiktoken_ext"))
 
 
 def test_a_run_and_a_fork_import_nothing_that_was_preloaded(two_benchmark_files: pytest.Pytester,
@@ -147,13 +147,13 @@ def test_a_run_and_a_fork_import_nothing_that_was_preloaded(two_benchmark_files:
     before = set(sys.modules)
     run(pytester, "--mcp-models=fake", "--mcp-record=off", "-k", "a0").assert_outcomes(passed=1)
     imported = set(json.loads((pytester.path / "run.json").read_text())["all"]) - before
-    assert _again(imported, ("litellm", "tiktoken", "tiktoken_ext")) == []
+    assert _again(imported) == []
     run(pytester, "--mcp-models=fake", "--mcp-record=off", "-k", "a0", "-n", "1").assert_outcomes(passed=1)
     assert len(model_server.requests) == 2  # a call in the run, and one in the fork
     controller = set(json.loads((pytester.path / "run.json").read_text())["all"]) - before
     assert sorted(m for m in controller if m.split(".")[0] == "xdist") == []  # xdist's controller: preloaded too
     fork = json.loads((pytester.path / "fork.json").read_text())["since_configure"]
-    assert _again(fork, ("litellm", "tiktoken", "tiktoken_ext")) == []
+    assert _again(fork) == []
 
 
 @pytest.mark.fresh_workers
