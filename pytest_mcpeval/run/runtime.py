@@ -20,7 +20,15 @@ import pytest
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.catalog_report import catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
-from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
+from pytest_mcpeval.keys import (
+    BUDGET_DIR_KEY,
+    CASE_KEY,
+    CORRUPTED_KEY,
+    INTERRUPTS_KEY,
+    RUNTIME_KEY,
+    SETTINGS_KEY,
+    UNWRITABLE_KEY,
+)
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.run import facts, flow, search, searching, single
@@ -172,7 +180,11 @@ def open_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     runtime = Runtime(config.rootpath, tmp_path_factory.mktemp("mcpeval-servers"), dispatcher,
                       settings.repeat, connect_timeout=settings.connect_timeout, settings=settings)
     runtime.facts = facts.of(config)
-    yield runtime
+    config.stash[RUNTIME_KEY] = runtime
+    try:
+        yield runtime
+    finally:
+        del config.stash[RUNTIME_KEY]
     runtime.close()
     if cache is not None:
         if workerinput is not None:  # handed to the controller by xdist (see EvalSession)
