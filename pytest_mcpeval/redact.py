@@ -73,9 +73,14 @@ _MAYBE_SHAPED = re.compile(r"(?i)://|[?&#;][\w.-]*=|\b(?:bearer|basic|token)\s|s
 _MAYBE_SHAPED_JSON = re.compile(_MAYBE_SHAPED.pattern.replace(r"\b(?:bearer|basic|token)\s",
                                                               r"(?:bearer|basic|token)(?:\s|\\[bfnrt]|\\u00)"))
 # _MAYBE_SHAPED_JSON split for ASCII text (most JSON of a report), where a case-blind match is a match on the text in
-# lower case: its case-blind alternation cost 52 us on a case's 800 characters, these 10 (maybe_shaped_json)
-_LITERAL_SHAPES = re.compile(r"://|sk-|gh[opsu]_|github_pat_|xox[abprs]-|glpat-|hf_|akia|k_(?:live|test)_")
-_SCHEME_WORD = re.compile(r"(?:bearer|basic|token)(?:\s|\\[bfnrt]|\\u00)")
+# lower case (maybe_shaped_json): literals, and regexes that start with a literal, which re finds with a fast scan
+# where an alternation is tried at every character.  On a case's 800 characters: the case-blind alternation 52 us,
+# two alternations on the lower case 17 us, these 8 us
+_LITERALS = ("://", "sk-", "github_pat_", "glpat-", "hf_", "akia")
+_PREFIXED_SHAPES = tuple((prefix, re.compile(pattern)) for prefix, pattern in (
+    ("gh", r"gh[opsu]_"), ("xox", r"xox[abprs]-"), ("k_", r"k_(?:live|test)_"),
+    ("bearer", r"bearer(?:\s|\\[bfnrt]|\\u00)"), ("basic", r"basic(?:\s|\\[bfnrt]|\\u00)"),
+    ("token", r"token(?:\s|\\[bfnrt]|\\u00)")))
 _QUERY_PARAM = re.compile(r"[?&#;][\w.-]*=")
 _CACHED = 256  # strings up to this length are remembered: a report repeats its file names, tools and models
 # environment variables whose names look secret but hold none (the working directory, sockets, sessions)
@@ -324,9 +329,9 @@ def maybe_shaped_json(text: str) -> bool:
     if not text.isascii():  # Unicode case folding (the Kelvin sign is a k) is left to the regex
         return _MAYBE_SHAPED_JSON.search(text) is not None
     low = text.lower()
-    if _LITERAL_SHAPES.search(low):
+    if any(literal in low for literal in _LITERALS):
         return True
-    if ("bearer" in low or "basic" in low or "token" in low) and _SCHEME_WORD.search(low):
+    if any(prefix in low and shape.search(low) is not None for prefix, shape in _PREFIXED_SHAPES):
         return True
     return "=" in text and _QUERY_PARAM.search(text) is not None
 
