@@ -279,15 +279,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             masked = printable(redactor.text(text))
             if masked != text:
                 report.longrepr = masked
-    lint = item.stash.get(LINT_KEY, None)
-    if lint is not None and call.when == "call":  # they name the server (a URL's token): masked here too
-        report.mcpeval_lint = item.config.stash[SETTINGS_KEY].redactor.data(lint)
-    snapshot = item.stash.get(SNAPSHOT_KEY, None)
-    if snapshot is not None and call.when == "call":  # the server's label and the diff may hold a URL's token
-        report.mcpeval_snapshot = item.config.stash[SETTINGS_KEY].redactor.data(snapshot)
-    listing = item.stash.get(TOOLS_KEY, None)
-    if listing is not None and call.when == "call":
-        report.mcpeval_tools = item.config.stash[SETTINGS_KEY].redactor.data(listing)
+    if call.when == "call" and result is None:  # a check item's findings (a case item has results instead)
+        lint = item.stash.get(LINT_KEY, None)
+        if lint is not None:  # they name the server (a URL's token): masked here too
+            report.mcpeval_lint = item.config.stash[SETTINGS_KEY].redactor.data(lint)
+        snapshot = item.stash.get(SNAPSHOT_KEY, None)
+        if snapshot is not None:  # the server's label and the diff may hold a URL's token
+            report.mcpeval_snapshot = item.config.stash[SETTINGS_KEY].redactor.data(snapshot)
+        listing = item.stash.get(TOOLS_KEY, None)
+        if listing is not None:
+            report.mcpeval_tools = item.config.stash[SETTINGS_KEY].redactor.data(listing)
     return report  # type: ignore[no-any-return]
 
 
