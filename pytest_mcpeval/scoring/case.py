@@ -247,7 +247,10 @@ def score_case(expects: list[Expectation], calls: list[CalledTool], catalog: Cat
     else:
         arguments = check_arguments(expects[0], calls[0], catalog) if correct and expects else None
         # one call: the selection must be right; several: matched one-to-one in any order (as BFCL parallel)
-        passed = _one_to_one(expects, calls, catalog) and (correct or len(expects) > 1)
+        if len(expects) == 1 and len(calls) == 1:  # one pairing, checked just above: what _one_to_one would say
+            passed = arguments is not None and arguments_ok(arguments)
+        else:
+            passed = _one_to_one(expects, calls, catalog) and (correct or len(expects) > 1)
     return {
         "expected": [e.describe() for e in expects],
         "expected_label": expected_label,
