@@ -71,11 +71,14 @@ def check(config: pytest.Config, cases: Iterable[tuple[Benchmark, Case, ModelSpe
     served: list[tuple[str, Benchmark, Case, ModelSpec]] = []  # the cases of local llama.cpp models, by server key
     judged = False
     cases_list = list(cases)
+    keys: dict[int, str] = {}  # by benchmark file: a file's cases share its server (a path resolved, a JSON dump)
     for bench, case, model in cases_list:
         models.setdefault(model.name, model)
         judged = judged or needs_judge(case)
         spec = bench.spec.server
-        key = server_key(bench) if spec is not None else ""
+        key = keys.get(id(bench), "")
+        if spec is not None and not key:
+            key = keys[id(bench)] = server_key(bench)
         if spec is not None and spec.tools_file is None:
             servers.setdefault(key, (bench, spec.describe()))
         if model.target.startswith("llama-server/"):
