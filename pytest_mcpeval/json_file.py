@@ -74,22 +74,37 @@ def _not_json(name: str) -> Any:
 
 def parse(data: bytes) -> Any:
     """The JSON value of ``data`` (UTF-8), nested at most :data:`MAX_DEPTH` levels; :class:`JsonFileError`
-    says where it is not."""
+    says where it is not.
+
+    pydantic-core's parser reads it first: three times as fast as :func:`json.loads` on a cache entry (a replay reads
+    one per case), and where both read a text they give the same value (duplicate keys, big integers, ``1e400``,
+    the nearest double).  What it refuses (``NaN``, a lone surrogate such as ``"\\ud83d"``, a byte order mark, a
+    syntax error, past 200 levels) is read again by :func:`json.loads`, which accepts or says why as before."""
+    from pydantic_core import from_json
+
+    try:
+        value = from_json(data, allow_inf_nan=False)
+    except ValueError:
+        value = _loads(data)
+    # a text with no more brackets than the bound cannot nest deeper (two counts in C; a cache entry has about ten)
+    deep = too_deep(value, MAX_DEPTH) if data.count(b"{") + data.count(b"[") > MAX_DEPTH else None
+    if deep is not None:
+        raise JsonFileError(f"nested too deep (more than {MAX_DEPTH} levels, at {deep or 'the top'})")
+    return value
+
+
+def _loads(data: bytes) -> Any:
+    """:func:`json.loads`, each failure a :class:`JsonFileError`."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise JsonFileError(f"not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_constant=_not_json)  # strict (RFC 8259): NaN and Infinity are not JSON
+        return json.loads(text, parse_constant=_not_json)  # strict (RFC 8259): NaN and Infinity are not JSON
     except json.JSONDecodeError as exc:
         raise JsonFileError(f"not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
     except RecursionError:  # the C scanner's own guard, at about a thousand levels
         raise JsonFileError(f"nested too deep (more than {MAX_DEPTH} levels)") from None
-    # a text with no more brackets than the bound cannot nest deeper (two counts in C; a cache entry has about ten)
-    deep = too_deep(value, MAX_DEPTH) if text.count("{") + text.count("[") > MAX_DEPTH else None
-    if deep is not None:
-        raise JsonFileError(f"nested too deep (more than {MAX_DEPTH} levels, at {deep or 'the top'})")
-    return value
 
 
 def too_deep(value: Any, limit: int) -> str | None:

@@ -66,3 +66,61 @@ def test_a_json_file_is_refused_when_nested_beyond_the_bound(text: str, deep: bo
             parse(text.encode())
     else:
         assert parse(text.encode()) == json.loads(text)
+
+
+EDGES = [b'{"a":1,"a":2}', b"123456789012345678901234567890", b"1e400", b"-1e400", b"1e-400", b"5e-324", b"-0", b"-0.0",
+         b"1.0000000000000002", b"2.2250738585072014e-308", b'"\\ud83d"', b'{"\\ud83d\\ude00": 1}', b'"\xc3\xa9"',
+         b'"\\u00e9"', b'{"a": "\\u0000"}', b"\t1\r\n", b"true ", b"NaN", b"Infinity", b"-Infinity", b"[1,]", b"01",
+         b"+1", b".5", b"1.", b"'a'", b"[1 2]", b"[1]x", b'"a\nb"', b'"a\x01b"', b"\xef\xbb\xbf{}", b'"\xed\xa0\xbd"',
+         b"\xff", b"", b" ", b"[" * 250 + b"]" * 250]
+
+
+@pytest.mark.parametrize("data", EDGES)
+def test_parse_reads_what_json_loads_reads_and_refuses_the_rest(data: bytes) -> None:
+    """parse() reads with pydantic-core's parser first and with json.loads what that refuses: the value is json.loads's
+    on every text it reads (types too: 1 is not 1.0), and every text it refuses is a JsonFileError."""
+    from pytest_mcpeval.json_file import JsonFileError, parse
+
+    try:
+        expected = json.loads(data.decode("utf-8"), parse_constant=lambda name: 1 / 0)
+    except (ValueError, ZeroDivisionError, RecursionError):
+        with pytest.raises(JsonFileError):
+            parse(data)
+        return
+    if data.count(b"[") > 32:
+        with pytest.raises(JsonFileError, match="nested too deep"):
+            parse(data)
+        return
+    got = parse(data)
+    assert json.dumps(got) == json.dumps(expected) and type(got) is type(expected)
+
+
+def test_parse_agrees_with_json_loads_on_random_documents() -> None:
+    """Seeded random JSON documents (nested, with escapes, non-ASCII, big and small numbers): the same values."""
+    import random
+
+    from pytest_mcpeval.json_file import parse
+
+    rng = random.Random(20261206)
+    pieces = ["a", "é", "\\n", "\\u00e9", "\\ud83d\\ude00", "\\\"", "\\\\", "\\t", " ", "中", "\\/"]
+
+    def value(depth: int) -> str:
+        kind = rng.randrange(8 if depth < 6 else 5)
+        if kind == 0:
+            return rng.choice(["true", "false", "null"])
+        if kind == 1:
+            return str(rng.randint(-10**30, 10**30))
+        if kind == 2:
+            exponent = rng.randint(-340, 340)
+            return repr(rng.uniform(-1e6, 1e6)) if rng.random() < 0.5 else f"0.{rng.randrange(10**17)}e{exponent}"
+        if kind in (3, 4):
+            return '"' + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) + '"'
+        if kind == 5:
+            return "[" + ",".join(value(depth + 1) for _ in range(rng.randint(0, 4))) + "]"
+        keys = [f'"k{rng.randint(0, 5)}"' for _ in range(rng.randint(0, 4))]  # duplicate keys too
+        return "{" + ",".join(f"{k}: {value(depth + 1)}" for k in keys) + "}"
+
+    for _ in range(2_000):
+        text = value(0)
+        got, expected = parse(text.encode()), json.loads(text)
+        assert json.dumps(got) == json.dumps(expected), text
