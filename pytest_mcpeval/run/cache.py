@@ -206,18 +206,18 @@ class BadEntry(Exception):
         self.note = f"{path}: {reason}"
 
 
-def read_entry(path: Path) -> dict[str, Any]:
+def read_entry(path: Path | str) -> dict[str, Any]:
     """The entry at ``path``, validated; :class:`FileNotFoundError` when none is there, :class:`BadEntry` when
-    what is there does not validate.  Parsed by :func:`json.loads`, which reads a lone surrogate (``"\\ud83d"``)
-    back as written (pydantic's own JSON parser refuses it)."""
+    what is there does not validate.  Parsed by :func:`~pytest_mcpeval.json_file.parse`, which reads a lone
+    surrogate (``"\\ud83d"``) back as written (pydantic's validation of JSON text refuses it)."""
     try:
         data = read_json(path, MAX_ENTRY_BYTES)
     except JsonFileError as exc:
-        raise BadEntry(path, str(exc)) from None
+        raise BadEntry(Path(path), str(exc)) from None
     try:
         _Entry.model_validate(data)
     except ValidationError as exc:
-        raise BadEntry(path, first_problem(exc, data)) from None
+        raise BadEntry(Path(path), first_problem(exc, data)) from None
     return cast(dict[str, Any], data)  # as written (validation would add defaults and drop unknown keys)
 
 
@@ -235,20 +235,24 @@ class ResponseCache:
         self._folders: dict[str, str] = {}  # model string -> its directory, as text
 
     def path(self, model: ModelSpec, key: str) -> Path:
+        return Path(self._where(model, key))
+
+    def _where(self, model: ModelSpec, key: str) -> str:
+        """:meth:`path` as text: what reading and looking cost (a replay makes a ``Path`` of it only for an error)."""
         folder = self._folders.get(model.target)
         if folder is None:
             folder = self._folders[model.target] = f"{self.directory}{os.sep}{_slug(model.target)}{os.sep}"
-        return Path(f"{folder}{key[:2]}{os.sep}{key}.json")
+        return f"{folder}{key[:2]}{os.sep}{key}.json"
 
     def has(self, model: ModelSpec, key: str) -> bool:
-        return self.path(model, key).is_file()
+        return os.path.isfile(self._where(model, key))
 
     def get(self, model: ModelSpec, key: str) -> dict[str, Any] | None:
         """The stored entry, or ``None`` for a miss (including entries this mode must not replay); raises
         :class:`BadEntry` for an entry that does not validate (the caller decides, and says, what becomes of it:
         :meth:`note_bad`)."""
         try:
-            entry = read_entry(self.path(model, key))
+            entry = read_entry(self._where(model, key))
         except (FileNotFoundError, NotADirectoryError):  # not recorded (or the cache directory is a file)
             return None
         if self.mode in ("all", "off") and entry.get("run") != self.run_id:
