@@ -48,6 +48,8 @@ class Engine:
         self._shown_paths: dict[Path, str] = {}
         self._units: dict[tuple[int, str, int], Unit] = {}
         self._exposures: dict[tuple[int, str], Exposure] = {}
+        # each file's server catalog, by the file's object (kept beside it: an id is unique while its object lives)
+        self._file_catalogs: dict[int, tuple[object, Catalog]] = {}
 
     def shown_path(self, path: Path) -> str:
         if path not in self._shown_paths:
@@ -101,12 +103,17 @@ class Engine:
     def _server_catalog(self, ref: CaseRef, override: Any) -> Catalog:
         if override is not None:
             return self.pool.catalog_for_object(override)
+        found = self._file_catalogs.get(id(ref.bench))
+        if found is not None and found[0] is ref.bench:  # asked twice per case: one lookup, not a key made of paths
+            return found[1]
         spec = ref.bench.spec.server
         if spec is None:
             raise CaseError(
                 f"{ref.bench.path}: no `server` in the file and no `mcp_server` fixture returned one"
             )
-        return self.pool.catalog_for_spec(spec, ref.bench.path.parent, self.root_dir)
+        catalog = self.pool.catalog_for_spec(spec, ref.bench.path.parent, self.root_dir)
+        self._file_catalogs[id(ref.bench)] = (ref.bench, catalog)
+        return catalog
 
     def close(self) -> None:
         tokens.use_store(None)
