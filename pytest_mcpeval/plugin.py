@@ -19,6 +19,7 @@ from pytest_mcpeval.keys import (
     CASE_KEY,
     INTERRUPTS_KEY,
     LINT_KEY,
+    MASKED_KEY,
     RESULT_KEY,
     SETTINGS_KEY,
     SNAPSHOT_KEY,
@@ -256,7 +257,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from pytest_mcpeval.run.item import results_of_failure
 
         result = item.stash[RESULT_KEY] = results_of_failure(item, call.when, call.excinfo)
-        report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
+        report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.safe_data(result)
     if call.when in ("setup", "call") and report.skipped and not xfailed and ref is not None and result is None:
         from pytest_mcpeval.collect import CaseItem  # imported already: the item is one of its kind or not
         from pytest_mcpeval.run.item import skipped_case
@@ -265,8 +266,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.mcpeval_skipped = item.config.stash[SETTINGS_KEY].redactor.data(skipped_case(item, report.longrepr))
     if result is not None and call.when == "call":
         # masked where made (on the xdist worker: no secret crosses the channel, and the session's end does
-        # not walk every result); builtin-only dicts: they cross the xdist channel as they are
-        report.mcpeval = item.config.stash[SETTINGS_KEY].redactor.data(result)
+        # not walk every result); builtin-only dicts: they cross the xdist channel as they are.  A case item's are
+        # masked as they come out of their strategy (run/item.py): again here only if a hook could add to them
+        settled = item.stash.get(MASKED_KEY, False)
+        report.mcpeval = result if settled else item.config.stash[SETTINGS_KEY].redactor.safe_data(result)
     if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked,
         from pytest_mcpeval.text import printable  # and no control sequence of a model's or a server's text in it
 

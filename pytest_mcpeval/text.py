@@ -80,3 +80,31 @@ def marker(length: int) -> str:
 def truncate(value: str, limit: int) -> str:
     """``value`` cut to ``limit`` characters followed by its :func:`marker`; shorter values unchanged."""
     return value if len(value) <= limit else value[:limit] + marker(len(value))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (dict keys too) replaced by U+FFFD: a lone surrogate
+    (``"\\ud83d"``) is legal JSON, which models and servers do send, but has no UTF-8.
+
+    Almost every value has none: one encoding of its JSON text tells, and only then is it walked.  (A case result
+    is made safe with its masking, by one encoding: :meth:`pytest_mcpeval.redact.Redactor.safe_data`.)"""
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return _replaced(value)
+    except (TypeError, ValueError):  # not JSON at all (a user's hook): walked as before
+        return _replaced(value)
+    return value
+
+
+def _replaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_replaced(v) for v in value)
+    return value

@@ -151,6 +151,20 @@ def test_pass_miss_report_and_hooks_identical_with_and_without_xdist(project: py
     assert reports[0] == reports[1]
 
 
+def test_what_a_hook_adds_to_a_result_is_masked_and_made_utf8_safe_in_the_report(project: pytest.Pytester) -> None:
+    """Results are masked and made UTF-8 safe as they come out (run/item.py); a hook runs after that, so with a hook
+    the report masks them again: a token and a lone surrogate it adds do not reach the report as they were."""
+    (project.path / "conftest.py").write_text(
+        "def pytest_mcpeval_case_result(item, result):\n"
+        "    result['note'] = 'Bearer abcdefghijklmnopqrstuvwxyz012345 ' + chr(0xD83D)\n")
+    result = run(project, "--mcp-models=fake", "--mcp-report=report.json")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    notes = {case["note"] for case in read_report(project)["cases"]}
+    assert len(notes) == 1
+    (note,) = notes
+    assert "abcdefghijklmnopqrstuvwxyz012345" not in note and note.endswith(" \ufffd"), note
+
+
 def test_gate_fails_with_a_sentence(project: pytest.Pytester, xdist_args: list[str]) -> None:
     result = run(project, "--mcp-models=fake", "--mcp-min-accuracy=0.9", "--mcp-min-f1=0.5", *xdist_args)
     result.stdout.fnmatch_lines(["GATE FAILED model fake: accuracy = 0.750, required >= 0.9 (from --mcp-min-accuracy)"])

@@ -175,3 +175,17 @@ def test_unclosed_json_in_a_reply_is_no_call_and_no_recursion() -> None:
     assert find_text_calls("[" * 5000 + "1", {"get_me"}) == []
     assert find_text_calls("[" * 500 + "1," * 400_000, {"get_me"}) == []  # was quadratic: 7.5 s
     assert find_text_calls('{"name": "get_me", "arguments": {}} ' + "[" * 5000, {"get_me"})[0].name == "get_me"
+
+
+def test_safe_data_masks_and_replaces_lone_surrogates_in_one_pass() -> None:
+    """What a case result is made as it comes out: unchanged (the same object) when clean; a lone surrogate becomes
+    U+FFFD (keys too), a secret's shape is masked, and both at once; a value that is not JSON is walked."""
+    redactor = Redactor()
+    clean = {"tool": "get_me", "args": {"who": "octocat", "n": 1.5}, "content": "café 😀"}
+    assert redactor.safe_data(clean) is clean
+    lone = "\ud83d"
+    assert redactor.safe_data({f"k{lone}": [f"x{lone}", 1]}) == {"k\ufffd": ["x\ufffd", 1]}
+    token = "Bearer abcdefghijklmnopqrstuvwxyz012345"
+    assert redactor.safe_data({"note": token}) == {"note": f"Bearer {MASK}"}
+    assert redactor.safe_data({"note": f"{token} {lone}"}) == {"note": f"Bearer {MASK} \ufffd"}
+    assert redactor.safe_data({"when": Path("x"), "note": lone}) == {"when": Path("x"), "note": "\ufffd"}

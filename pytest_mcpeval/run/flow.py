@@ -65,7 +65,7 @@ from pytest_mcpeval.run.case import CaseError, CaseRef, error_result
 from pytest_mcpeval.run.dispatch import Unit
 from pytest_mcpeval.run.judge import JudgeError, judge_claims
 from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_search, searched, searched_diagnosis
-from pytest_mcpeval.run.single import CONTENT_CAP, text_calls, utf8_safe
+from pytest_mcpeval.run.single import CONTENT_CAP, text_calls
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call
 from pytest_mcpeval.scoring.claims import checked_claim
@@ -159,7 +159,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     if final is not None and len(final) > CONTENT_CAP:
         result["content_truncated"] = len(final)
     result["usage"], result["latency_s"] = summed_usage(replies, judge_usage)
-    return cast(CaseResult, utf8_safe(result))
+    return cast(CaseResult, result)  # made UTF-8 safe and masked where every result goes (run/item.py)
 
 
 # -- the conversation -------------------------------------------------------------------------------
@@ -357,4 +357,4 @@ def _error(result: dict[str, Any], expects: Any, message: str, trajectory: list[
     """An error result that keeps the transcript so far (what led to the failure)."""
     result["trajectory"] = _capped(trajectory)
     result.setdefault("turns", len(trajectory))
-    return cast(CaseResult, utf8_safe(error_result(result, expects, utf8_safe(message))))
+    return error_result(result, expects, message)

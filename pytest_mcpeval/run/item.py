@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mcpeval.keys import CASE_KEY, RESULT_KEY, RUNTIME_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CASE_KEY, MASKED_KEY, RESULT_KEY, RUNTIME_KEY, SETTINGS_KEY
 from pytest_mcpeval.run.case import CaseError, unscored_result
 from pytest_mcpeval.text import printable
 
@@ -43,10 +43,15 @@ def run_case(request: pytest.FixtureRequest, mcp_server: object) -> None:
         refs = (other.stash.get(CASE_KEY, None) for other in group_items(item, group))
         mcpeval_runtime.prefetch(group, [r for r in refs if r and r.model and not r.case.skip], mcp_server)
     ref = item.stash[CASE_KEY]
-    results = [mcpeval_runtime.run(ref, mcp_server, repeat) for repeat in range(mcpeval_runtime.repeats)]
+    # every result, whatever made it, UTF-8 safe and masked before a hook, the report or the xdist channel sees it
+    redactor = item.config.stash[SETTINGS_KEY].redactor
+    runs = range(mcpeval_runtime.repeats)
+    results = [redactor.safe_data(mcpeval_runtime.run(ref, mcp_server, repeat)) for repeat in runs]
+    hook = item.config.hook.pytest_mcpeval_case_result
     for result in results:
-        item.config.hook.pytest_mcpeval_case_result(item=item, result=result)
+        hook(item=item, result=result)
     item.stash[RESULT_KEY] = results
+    item.stash[MASKED_KEY] = not hook.get_hookimpls()  # else a hook may have added keys: masked again in the report
     record_properties(item, results)
     errors = [r["error"] for r in results if r["error"]]
     if errors:

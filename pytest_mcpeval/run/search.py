@@ -34,7 +34,7 @@ from pytest_mcpeval.run.case import CaseError, CaseRef, build_messages, error_re
 from pytest_mcpeval.run.dispatch import Unit
 from pytest_mcpeval.run.flow import Blocked, call_id, summed_usage
 from pytest_mcpeval.run.searching import Misplaced, SearchConfig, Searches, check_search
-from pytest_mcpeval.run.single import CONTENT_CAP, utf8_safe
+from pytest_mcpeval.run.single import CONTENT_CAP
 from pytest_mcpeval.scoring import search as scored
 from pytest_mcpeval.scoring import stops
 from pytest_mcpeval.scoring.case import parse_call, score_case
@@ -59,7 +59,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
         if isinstance(exc, Blocked):  # as a single call records it (run.single)
             _ending(result, replies[-1])
             result["blocked"] = exc.reason
-        message = utf8_safe(str(exc).removeprefix(f"{runtime.label(ref)}: "))
+        message = str(exc).removeprefix(f"{runtime.label(ref)}: ")
         return _searched_error(result, expects, message, search)
     except Misplaced as exc:
         return error_result(result, expects, str(exc))
@@ -90,7 +90,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
 
         known = next((r.params_sent for r in replies if r.params_sent is not None), None)
         runtime.facts.note_model(ref.model.name, known if known is not None else params_sent(ref.model))
-    return cast(CaseResult, utf8_safe(result))
+    return cast(CaseResult, result)  # made UTF-8 safe and masked where every result goes (run/item.py)
 
 
 def _ending(result: dict[str, Any], reply: ModelReply) -> None:
@@ -104,7 +104,7 @@ def _searched_error(result: dict[str, Any], expects: list[Any], message: str, se
     """An error result that keeps the searches made before the error (what the model looked for is known)."""
     if search.queries:
         result["search"] = search.view([e.tool for e in expects])
-    return cast(CaseResult, utf8_safe(error_result(result, expects, message)))
+    return error_result(result, expects, message)
 
 
 def _parsed(raw: RawCall, shown: Catalog, catalog: Catalog) -> CalledTool:

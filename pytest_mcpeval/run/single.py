@@ -15,8 +15,6 @@ is ``tool_call_in_text``.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_mcpeval.catalog import Catalog
@@ -33,30 +31,6 @@ if TYPE_CHECKING:
     from pytest_mcpeval.run.engine import Engine
 
 CONTENT_CAP = 20_000  # characters of the model's text kept in a case result
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def utf8_safe(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (dict keys too) replaced by U+FFFD.
-
-    Almost every result has none: one encoding of its JSON text tells, and only then is it walked."""
-    try:
-        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError:
-        return _replaced(value)
-    except (TypeError, ValueError):  # not JSON at all (a user's hook): walked as before
-        return _replaced(value)
-    return value
-
-
-def _replaced(value: Any) -> Any:
-    if isinstance(value, str):
-        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_replaced(k): _replaced(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_replaced(v) for v in value)
-    return value
 
 
 def text_calls(reply: ModelReply, catalog: Catalog) -> list[CalledTool]:
@@ -75,7 +49,7 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
     try:
         reply = runtime.dispatcher.get(runtime.unit(ref, catalog, repeat))
     except ModelCallError as exc:
-        return error_result(result, expects, utf8_safe(str(exc)))
+        return error_result(result, expects, str(exc))
     if reply.finish_reason is not None:
         result["finish_reason"] = reply.finish_reason
     if reply.provider_finish_reason is not None:
@@ -121,5 +95,5 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
     result["latency_s"] = 0.0 if reply.cached else round(reply.latency_s, 4)
     if reply.load_s and not reply.cached:  # the local model's load, apart from the latency (models/local.py)
         result["load_s"] = round(reply.load_s, 4)
-    return cast(CaseResult, utf8_safe(result))
+    return cast(CaseResult, result)  # made UTF-8 safe and masked where every result goes (run/item.py)
 

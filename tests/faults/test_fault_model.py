@@ -328,7 +328,7 @@ def test_lone_surrogates_are_scored_cached_and_replayed(project: pytest.Pytester
 
 
 def test_result_strings_are_made_utf8_safe() -> None:
-    from pytest_mcpeval.run.single import utf8_safe
+    from pytest_mcpeval.text import utf8_safe
 
     value = {"a": [f"x{SURROGATE}", ("y", 1.5)], f"k{SURROGATE}": None, "ok": "caf\u00e9 \U0001f600"}
     safe = utf8_safe(value)
