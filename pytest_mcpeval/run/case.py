@@ -61,10 +61,13 @@ class CaseRef:
         return identity
 
     def expectations(self) -> list[Expectation]:
-        return [
-            Expectation(call.tool, self.bench.matchers.get((self.case.id, j)), call.extra_args)
-            for j, call in enumerate(self.case.expect)
-        ]
+        """The case's expected calls with their matchers: made once (a case asks for them four times), read only."""
+        made: list[Expectation] | None = self.__dict__.get("_expectations")
+        if made is None:
+            made = [Expectation(call.tool, self.bench.matchers.get((self.case.id, j)), call.extra_args)
+                    for j, call in enumerate(self.case.expect)]
+            object.__setattr__(self, "_expectations", made)  # frozen: not a field, so neither compared nor hashed
+        return made
 
 
 def item_name(case_id: str, model: ModelSpec | None) -> str:
