@@ -123,12 +123,13 @@ class BenchmarkFileNode(pytest.File):
                 f"{self._shown_path}:{bench.line_of(('server', 'tools_file'))}: server.tools_file: {exc}"
             ) from None
         problems: list[Problem] = []
+        names = catalog.names  # a list made by each call: once for the file
         for i, case in enumerate(bench.spec.cases):
             ref = CaseRef(bench, case, None)
             where = f"cases[{i}] (`{case.id}`)"
             for j, message in missing_tools(ref.expectations(), catalog):
                 problems.append(Problem(bench.line_of(("cases", i, "expect", j, "tool")) or ref.line, where, message))
-            for loc, message in (*unknown_tools(case, catalog.names), *unknown_when_arguments(case, catalog)):
+            for loc, message in (*unknown_tools(case, names), *unknown_when_arguments(case, catalog)):
                 problems.append(Problem(bench.line_of(("cases", i, *loc)) or ref.line, where, message))
         if problems:
             raise self.CollectError(str(BenchmarkError.of(self._shown_path, problems)))
