@@ -177,7 +177,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     gc_pause = sys.modules.get("pytest_mcpeval.run.gc_pause")  # imported when a benchmark file was collected
     if gc_pause is not None:
-        gc_pause.collection_done(session, sum(1 for item in session.items if CASE_KEY in item.stash))
+        gc_pause.collection_done(session)
     if hasattr(session.config, "workerinput"):
         return
     if any(item.stash.get(CASE_KEY, None) is not None for item in session.items):  # else nothing heavy is imported
