@@ -25,7 +25,7 @@ from pytest_mcpeval.benchmark.loader import (
     unknown_tools,
     unknown_when_arguments,
 )
-from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CASE_KEY, RUNTIME_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, item_name, missing_tools, needs_judge
@@ -45,6 +45,15 @@ NO_MODEL_REASON = (
 
 class CaseItem(pytest.Function):
     """One case for one model."""
+
+    def setup(self) -> None:
+        """The item's fixtures, and the session's runtime: the ``mcpeval_runtime`` fixture, requested by the first
+        case of the process; the others read it from the config's stash (run/item.py).  A session fixture an item
+        names is set up again for each item, with its own ``request`` and ``tmp_path_factory``, and pytest 9.2 builds
+        a fixture definition, reading a signature, for each ``request``: about 40 ms of a replay of 1,000 cases."""
+        super().setup()
+        if RUNTIME_KEY not in self.config.stash:  # its failure is the case's setup's, as any fixture's
+            self.funcargs["request"].getfixturevalue("mcpeval_runtime")  # type: ignore[attr-defined]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, CaseMissed | CaseError):

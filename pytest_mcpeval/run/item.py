@@ -27,17 +27,13 @@ class CaseMissed(Exception):
 def run_case(request: pytest.FixtureRequest, mcp_server: object) -> None:
     """The body of every case item: run, score, and keep the result for the report.
 
-    The session's runtime is the ``mcpeval_runtime`` fixture's, requested by the first case of the process and read
-    from the config's stash by the others: a session fixture an item names is set up again for each item, and its
-    own ``request`` and ``tmp_path_factory`` with it (pytest 9.2 builds a fixture definition for each ``request``,
-    reading a signature): about 40 ms of a replay of 1,000 cases."""
+    The session's runtime is the ``mcpeval_runtime`` fixture's, which the item's setup made sure of
+    (:meth:`pytest_mcpeval.collect.CaseItem.setup`)."""
     from pytest_mcpeval.report.terminal import miss_lines
     from pytest_mcpeval.run.prefetch import group_items, prefetch_group
 
     item = request.node
-    mcpeval_runtime: Runtime | None = item.config.stash.get(RUNTIME_KEY, None)
-    if mcpeval_runtime is None:
-        mcpeval_runtime = request.getfixturevalue("mcpeval_runtime")
+    mcpeval_runtime: Runtime = item.config.stash[RUNTIME_KEY]
     group = prefetch_group(item)  # the items whose calls this process makes, all at once
     if mcpeval_runtime.needs_prefetch(group):  # the group's first item: list the rest once, not per item
         refs = (other.stash.get(CASE_KEY, None) for other in group_items(item, group))
