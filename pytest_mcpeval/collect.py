@@ -25,7 +25,7 @@ from pytest_mcpeval.benchmark.loader import (
     unknown_tools,
     unknown_when_arguments,
 )
-from pytest_mcpeval.keys import CASE_KEY, RUNTIME_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CASE_KEY, SETTINGS_KEY
 from pytest_mcpeval.models.config import ModelSpec
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.run.case import CaseError, CaseIdentity, CaseRef, item_name, missing_tools, needs_judge
@@ -51,6 +51,8 @@ class CaseItem(pytest.Function):
         case of the process; the others read it from the config's stash (run/item.py).  A session fixture an item
         names is set up again for each item, with its own ``request`` and ``tmp_path_factory``, and pytest 9.2 builds
         a fixture definition, reading a signature, for each ``request``: about 40 ms of a replay of 1,000 cases."""
+        from pytest_mcpeval.run.runtime import RUNTIME_KEY  # the run's modules: at the first case, not at collection
+
         super().setup()
         if RUNTIME_KEY not in self.config.stash:  # its failure is the case's setup's, as any fixture's
             self.funcargs["request"].getfixturevalue("mcpeval_runtime")  # type: ignore[attr-defined]

@@ -13,7 +13,6 @@ if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic 
     from pytest_mcpeval.interrupts import Interrupts  # noqa: F401
     from pytest_mcpeval.results import CaseResult, LintResult, SnapshotResult  # noqa: F401
     from pytest_mcpeval.run.case import CaseRef  # noqa: F401
-    from pytest_mcpeval.run.runtime import Runtime  # noqa: F401
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 CASE_KEY = pytest.StashKey["CaseRef"]()  # what an item runs: its file, case and model
@@ -27,5 +26,3 @@ CORRUPTED_KEY = pytest.StashKey[list[tuple[str, str]]]()
 BUDGET_DIR_KEY = pytest.StashKey[Path]()  # --mcp-max-cost: the run's spend files (run.budget)
 UNWRITABLE_KEY = pytest.StashKey[list[str]]()  # cache writes that failed (the replies were used, not stored)
 INTERRUPTS_KEY = pytest.StashKey["Interrupts"]()  # SIGINT / SIGTERM during the session (interrupts.py)
-# the process's runtime, while the ``mcpeval_runtime`` fixture is set up: what a case item reads (run/item.py)
-RUNTIME_KEY = pytest.StashKey["Runtime"]()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_mcpeval.keys import CASE_KEY, MASKED_KEY, RESULT_KEY, RUNTIME_KEY, SETTINGS_KEY
+from pytest_mcpeval.keys import CASE_KEY, MASKED_KEY, RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.run.case import CaseError, unscored_result
 from pytest_mcpeval.text import printable
 
@@ -31,6 +31,7 @@ def run_case(request: pytest.FixtureRequest, mcp_server: object) -> None:
     (:meth:`pytest_mcpeval.collect.CaseItem.setup`)."""
     from pytest_mcpeval.report.terminal import miss_lines
     from pytest_mcpeval.run.prefetch import group_items, prefetch_group
+    from pytest_mcpeval.run.runtime import RUNTIME_KEY
 
     item = request.node
     mcpeval_runtime: Runtime = item.config.stash[RUNTIME_KEY]

@@ -25,7 +25,6 @@ from pytest_mcpeval.keys import (
     CASE_KEY,
     CORRUPTED_KEY,
     INTERRUPTS_KEY,
-    RUNTIME_KEY,
     SETTINGS_KEY,
     UNWRITABLE_KEY,
 )
@@ -41,6 +40,10 @@ from pytest_mcpeval.servers import ServerError
 
 if TYPE_CHECKING:
     from pytest_mcpeval.settings import Settings
+
+
+# the process's runtime while the ``mcpeval_runtime`` fixture is set up: what case items read (run/item.py)
+RUNTIME_KEY = pytest.StashKey["Runtime"]()
 
 
 class Runtime(Engine):
