@@ -39,13 +39,18 @@ def pytest_sessionfinish(session):
 """
 
 
-@pytest.mark.parametrize("nested", [False, True])
-def test_what_collection_built_is_frozen_only_where_the_session_owns_its_process(
+@pytest.mark.parametrize(("args", "nested", "frozen"), [
+    (["--mcp-record=none"], False, True),  # a replay: no model is called here
+    (["--collect-only"], False, True),
+    (["--mcp-record=none"], True, False),  # started while a test runs: the process may go on after it
+    ([], False, False),  # a run that may call models
+])
+def test_what_collection_built_is_frozen_only_where_no_call_is_made_and_the_session_owns_its_process(
         pytester: pytest.Pytester, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch,
-        nested: bool) -> None:
-    """After collecting benchmark files the collector is back on, and what the collection built is frozen
-    (run/gc_pause.py), unless the session runs while a test does (PYTEST_CURRENT_TEST: pytester in process, or a
-    test's subprocess), whose process may go on after it.  A fresh process is the point: the collector's state."""
+        args: list[str], nested: bool, frozen: bool) -> None:
+    """After collecting benchmark files the collector is back on; what the collection built is frozen (run/gc_pause.py)
+    only in a run that calls no model (a replay, --collect-only) and owns its process (PYTEST_CURRENT_TEST unset: not
+    pytester in process, nor a test's subprocess).  A fresh process is the point: the collector's state."""
     from conftest import run_subprocess
 
     make_project(pytester, model_server, {"evals/a.mcpeval.yaml": "server: {tools_file: ../tools.json}\ncases:\n"
@@ -54,8 +59,34 @@ def test_what_collection_built_is_frozen_only_where_the_session_owns_its_process
                  tools=[{"name": "get_me", "description": "me", "inputSchema": {"type": "object"}}])
     if not nested:
         monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
-    result = run_subprocess(pytester)  # no model: the case is collected and skipped
+    result = run_subprocess(pytester, *args)  # no model: the case is collected (and skipped)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     probe = json.loads((pytester.path / "gc.json").read_text())
     assert probe["enabled"] is True
-    assert (probe["frozen"] > 10_000) is not nested, probe
+    assert (probe["frozen"] > 10_000) is frozen, probe
+
+
+def test_sessions_run_one_after_another_in_a_process_keep_one_sessions_freeze(
+        pytester: pytest.Pytester, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest.main in a loop (a script's, not a test's): each session's first benchmark file unfreezes what the
+    session before froze, so the frozen objects stay at one session's worth instead of growing by one each time."""
+    import sys
+
+    cases = "".join(f"  - {{id: c{i}, input: hi, expect: [{{tool: get_me}}]}}\n" for i in range(200))
+    bench = f"server: {{tools_file: ../tools.json}}\ncases:\n{cases}"
+    make_project(pytester, model_server, {"evals/a.mcpeval.yaml": bench},
+                 tools=[{"name": "get_me", "description": "me", "inputSchema": {"type": "object"}}])
+    script = pytester.path / "loop.py"
+    script.write_text("import contextlib, gc, io, json, pytest\n"
+                      "counts = []\n"
+                      "for _ in range(4):\n"
+                      "    with contextlib.redirect_stdout(io.StringIO()):\n"
+                      "        pytest.main(['-q', '-p', 'no:randomly', '--mcp-record=none'])\n"
+                      "    counts.append(gc.get_freeze_count())\n"
+                      "print(json.dumps(counts))\n")
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    result = pytester.run(sys.executable, str(script))
+    assert result.ret == 0, result.stderr.str()
+    counts = json.loads(result.stdout.lines[-1])
+    # the first session's modules stay; after that no growth (without the unfreeze: 9,000 more each session)
+    assert counts[0] > 10_000 and counts[-1] <= counts[1], counts
