@@ -5,7 +5,8 @@ duplicate keys, nesting deeper than :data:`~pytest_mcpeval.defaults.MAX_DEPTH` a
 Every way a YAML file can fail to be read (bytes that are not UTF-8, a character YAML refuses, a syntax error,
 an unknown alias or tag) reaches the user through one path, :func:`decode_yaml` and :func:`yaml_error`: one line
 ``FILE:LINE: invalid YAML: ...``, whichever of the bound check, the composer or the constructor met it first (a
-file without aliases is composed before its depth is checked: :func:`parse_yaml`)."""
+file without aliases is composed first, its depth checked as it is walked, and read again this way if that
+fails: :func:`parse_yaml`)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,19 @@ from pytest_mcpeval.benchmark.problems import BenchmarkError, Loc, Problem, rend
 from pytest_mcpeval.defaults import MAX_ALIAS_NODES, MAX_DEPTH
 
 
-def _walk(path: Path, node: yaml.Node, loc: Loc, out: dict[Loc, int], problems: list[Problem]) -> None:
+class _Unchecked(Exception):
+    """A mapping key that is a collection, met without the bound check: :func:`parse_yaml` checks the file first."""
+
+
+def _walk(path: Path, node: yaml.Node, loc: Loc, out: dict[Loc, int], problems: list[Problem], checked: bool) -> None:
     out[loc] = node.start_mark.line + 1
     if len(loc) >= MAX_DEPTH and isinstance(node, yaml.CollectionNode):  # as check_yaml_bounds says it
         raise BenchmarkError(path, f"nested deeper than {MAX_DEPTH} levels", out[loc])
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
+            if not checked and not isinstance(key_node, yaml.ScalarNode):  # its text is made recursively, unbounded
+                raise _Unchecked
             key = str(key_node.value)
             line = key_node.start_mark.line + 1
             if key in seen:
@@ -33,11 +40,11 @@ def _walk(path: Path, node: yaml.Node, loc: Loc, out: dict[Loc, int], problems: 
             else:
                 seen[key] = line
             out[(*loc, key)] = line
-            _walk(path, value_node, (*loc, key), out, problems)
+            _walk(path, value_node, (*loc, key), out, problems, checked)
             out[(*loc, key)] = line
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(path, item, (*loc, i), out, problems)
+            _walk(path, item, (*loc, i), out, problems, checked)
 
 
 # libyaml's loader when PyYAML was built with it (4x faster on large files); both give line marks
@@ -199,22 +206,58 @@ def load_bounded_yaml(path: Path | str, source: str | bytes) -> Any:
 
 
 def parse_yaml(path: Path, text: str, problems: list[Problem]) -> tuple[Any, dict[Loc, int]]:
-    """The file's data and the line of each of its places.  Without an alias (no ``*`` in the text) nothing can
-    expand, so libyaml composes the file first, refusing more than its own 1,000 levels, and :func:`_walk` refuses
-    more than :data:`MAX_DEPTH` as it goes: the pass of :func:`check_yaml_bounds` over every event (30 ms of a
-    1,000-case file) is only needed for a file with aliases, or where the composer is PyYAML's own, recursive one."""
-    if "*" in text or _Loader is yaml.SafeLoader:
-        check_yaml_bounds(path, text)
+    """The file's data and the line of each of its places.
+
+    Without an alias (no ``*`` in the text) nothing can expand, so where libyaml refuses more than its own 1,000
+    levels as it composes (:func:`_composer_bounds_nesting`), the file is composed at once and :func:`_walk` refuses
+    more than :data:`MAX_DEPTH` levels as it goes: the pass of :func:`check_yaml_bounds` over every event (30 ms of a
+    1,000-case file) is saved.  A file that fails that way (a syntax error, a key that is itself a list or a mapping)
+    is read again the full way, the bound check first, so that it gets the same error as it always did."""
+    if "*" not in text and _composer_bounds_nesting():
+        found: list[Problem] = []
+        try:
+            data, locations = _compose(path, text, found, checked=False)
+        except (yaml.YAMLError, RecursionError, _Unchecked):
+            pass
+        else:
+            problems.extend(found)
+            return data, locations
+    check_yaml_bounds(path, text)
+    try:
+        return _compose(path, text, problems, checked=True)
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, text, exc) from None
+
+
+def _compose(path: Path, text: str, problems: list[Problem], checked: bool) -> tuple[Any, dict[Loc, int]]:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             raise BenchmarkError(path, "the file is empty; expected a mapping with `server` and `cases`", 1)
         locations: dict[Loc, int] = {}
-        _walk(path, node, (), locations, problems)
-        data = loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, text, exc) from None
+        _walk(path, node, (), locations, problems, checked)
+        return loader.construct_document(node), locations
     finally:
         loader.dispose()
-    return data, locations
+
+
+_NESTING_BOUNDED: list[bool] = []  # found once per process
+
+
+def _composer_bounds_nesting() -> bool:
+    """Whether the composer refuses nesting past a bound of its own: libyaml's does past 1,000 levels (0.2.6 on;
+    an older one, or PyYAML's own composer, recurses as deep as the file goes).  Told by composing 1,001 levels
+    once (2 KB)."""
+    if not _NESTING_BOUNDED:
+        bounded = False
+        if _Loader is not yaml.SafeLoader:
+            loader = _Loader("[" * 1001 + "]" * 1001)
+            try:
+                loader.get_single_node()
+            except yaml.YAMLError:
+                bounded = True
+            finally:
+                loader.dispose()
+        _NESTING_BOUNDED.append(bounded)
+    return _NESTING_BOUNDED[0]

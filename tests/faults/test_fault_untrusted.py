@@ -20,6 +20,7 @@ import json
 import re
 import resource
 import time
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -348,3 +349,44 @@ def test_a_baseline_that_is_not_strict_json_is_one_usage_error(pytester: pytest.
     reason = "nested too deep (more than * levels)" if deep else "not valid JSON: NaN is not a JSON value"
     result.stderr.fnmatch_lines([f"ERROR: --mcp-compare: baseline *baseline.json: {reason}"])
     assert model_server.requests == []
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    # a key that is itself a deep list: met by the walk without the bound check, which then runs
+    (f"server: {{tools_file: t.json}}\ncases:\n  - input:\n      ? {deep(150)}\n      : 1\n", 4),
+    (f"server: {{tools_file: t.json}}\ncases:\n  - input:\n      ? {deep(900)}\n      : 1\n", 4),
+    # too deep first, a syntax error after: the depth, as the bound check finds it first
+    (f"server: {{tools_file: t.json}}\ncases:\n  - input: {deep(150)}\n  - id: [unclosed\n", 3),
+    (f"server: {{tools_file: t.json}}\ncases:\n  - input: {deep(MAX_DEPTH)}\n", 3),
+])
+def test_a_file_without_aliases_gets_the_errors_of_the_full_bound_check(tmp_path: Path, text: str, line: int) -> None:
+    """parse_yaml composes a file without aliases at once and checks its depth as it walks it (yaml_source.py);
+    what fails that way is read again with the bound check first: the same one error, with its line, never a
+    RecursionError or another error of the same file."""
+    from pytest_mcpeval.benchmark.problems import BenchmarkError
+    from pytest_mcpeval.benchmark.yaml_source import parse_yaml
+
+    with pytest.raises(BenchmarkError) as raised:
+        parse_yaml(tmp_path / "b.mcpeval.yaml", text, [])
+    assert str(raised.value).endswith(f"b.mcpeval.yaml:{line}: nested deeper than {MAX_DEPTH} levels"), raised.value
+
+
+def test_a_file_without_aliases_is_not_passed_over_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound check's pass over every event is skipped for a file without aliases that composes (libyaml bounds
+    the nesting itself), and still made for one with an alias."""
+    from pytest_mcpeval.benchmark import yaml_source
+
+    passes: list[str] = []
+    original = yaml_source.check_yaml_bounds
+    monkeypatch.setattr(yaml_source, "check_yaml_bounds",
+                        lambda path, text: (passes.append(text), original(path, text)))
+    plain = "server: {tools_file: t.json}\ncases:\n  - {id: a, input: hi, expect: [{tool: get_me}]}\n"
+    data, _ = yaml_source.parse_yaml(tmp_path / "a.yaml", plain, [])
+    assert data["cases"][0]["id"] == "a" and passes == []
+    aliased = "server: {tools_file: t.json}\ncases:\n  - &a {id: a, input: hi, expect: [{tool: get_me}]}\n  - *a\n"
+    data, _ = yaml_source.parse_yaml(tmp_path / "b.yaml", aliased, [])
+    assert len(data["cases"]) == 2 and passes == [aliased]
