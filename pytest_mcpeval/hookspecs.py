@@ -17,9 +17,9 @@ import pytest
 def pytest_mcpeval_case_result(item: pytest.Item, result: dict[str, Any]) -> None:
     """Called on the process that ran the case, after scoring, before the result is reported.
 
-    ``result`` is the case's result dict (docs/report.md), as the report shows it (secrets masked); a hook may add
-    keys, which are masked too.  Values must stay plain data (dict, list, str, int, float, bool, None): the dict
-    crosses the xdist channel and lands in the JSON report as it is.
+    ``result`` is the case's result dict (docs/report.md); a hook may add keys, which the report masks with the rest.
+    Values must stay plain data (dict, list, str, int, float, bool, None): the dict crosses the xdist channel and
+    lands in the JSON report as it is.
 
     Example: tag cases that touched a deprecated tool::
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # typing only: importing these at run time pulls in pydantic 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 CASE_KEY = pytest.StashKey["CaseRef"]()  # what an item runs: its file, case and model
 RESULT_KEY = pytest.StashKey["list[CaseResult]"]()  # one result per repeat
-MASKED_KEY = pytest.StashKey[bool]()  # the results are as masked when made: no hook could add to them since
+MASKED_KEY = pytest.StashKey[bool]()  # the results were masked when made (no hook was to see them first)
 LINT_KEY = pytest.StashKey["LintResult"]()  # what the lint item found, for the report
 SNAPSHOT_KEY = pytest.StashKey["SnapshotResult"]()  # how the tool-catalog item's comparison came out, for the report
 TOOLS_KEY = pytest.StashKey[dict[str, Any]]()  # what a `tools` item (--mcp-tools) listed

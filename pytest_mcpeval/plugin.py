@@ -267,7 +267,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if result is not None and call.when == "call":
         # masked where made (on the xdist worker: no secret crosses the channel, and the session's end does
         # not walk every result); builtin-only dicts: they cross the xdist channel as they are.  A case item's are
-        # masked as they come out of their strategy (run/item.py): again here only if a hook could add to them
+        # masked as they come out of their strategy (run/item.py), unless a hook was to see them first
         settled = item.stash.get(MASKED_KEY, False)
         report.mcpeval = result if settled else item.config.stash[SETTINGS_KEY].redactor.safe_data(result)
     if ref is not None and report.longrepr is not None:  # failure text reaches the terminal, junit XML: masked,

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_mcpeval.keys import CASE_KEY, MASKED_KEY, RESULT_KEY, SETTINGS_KEY
 from pytest_mcpeval.run.case import CaseError, unscored_result
-from pytest_mcpeval.text import printable
+from pytest_mcpeval.text import printable, utf8_safe
 
 if TYPE_CHECKING:
     from pytest_mcpeval.results import CaseResult, SkippedCase
@@ -40,15 +40,16 @@ def run_case(request: pytest.FixtureRequest, mcp_server: object) -> None:
         refs = (other.stash.get(CASE_KEY, None) for other in group_items(item, group))
         mcpeval_runtime.prefetch(group, [r for r in refs if r and r.model and not r.case.skip], mcp_server)
     ref = item.stash[CASE_KEY]
-    # every result, whatever made it, UTF-8 safe and masked before a hook, the report or the xdist channel sees it
-    redactor = item.config.stash[SETTINGS_KEY].redactor
-    runs = range(mcpeval_runtime.repeats)
-    results = [redactor.safe_data(mcpeval_runtime.run(ref, mcp_server, repeat)) for repeat in runs]
+    # every result, whatever made it, made UTF-8 safe here; masked here too (the same JSON encoding tells both) unless
+    # a pytest_mcpeval_case_result hook is to see it first, as it always has, unmasked: then the report masks it
     hook = item.config.hook.pytest_mcpeval_case_result
+    hooked = bool(hook.get_hookimpls())
+    settle = utf8_safe if hooked else item.config.stash[SETTINGS_KEY].redactor.safe_data
+    results = [settle(mcpeval_runtime.run(ref, mcp_server, repeat)) for repeat in range(mcpeval_runtime.repeats)]
     for result in results:
         hook(item=item, result=result)
     item.stash[RESULT_KEY] = results
-    item.stash[MASKED_KEY] = not hook.get_hookimpls()  # else a hook may have added keys: masked again in the report
+    item.stash[MASKED_KEY] = not hooked
     record_properties(item, results)
     errors = [r["error"] for r in results if r["error"]]
     if errors:
