@@ -50,7 +50,7 @@ def _catalog(request: pytest.FixtureRequest, runtime: Engine, override: object) 
         raise CaseError(str(exc)) from None
 
 
-def lint(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object) -> None:
+def lint(request: pytest.FixtureRequest, mcp_server: object, mcpeval_runtime: Engine) -> None:
     """Every expected call against the server's schemas, and the tools that read alike."""
     from pytest_mcpeval.catalog_report import catalog_info
     from pytest_mcpeval.checks.lint import UncheckedSchemaWarning, check_expectations
@@ -117,7 +117,7 @@ def normalised_catalog(catalog: Catalog) -> list[dict[str, Any]]:
 SNAPSHOT_DIFF_LINES = 400  # lines of a changed catalog's diff the report keeps
 
 
-def tool_catalog(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object,
+def tool_catalog(request: pytest.FixtureRequest, mcp_server: object, mcpeval_runtime: Engine,
                  snapshot: Any) -> None:
     """The server's tool catalog must equal its snapshot (syrupy; accept changes with --snapshot-update).
 

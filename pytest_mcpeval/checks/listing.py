@@ -98,7 +98,7 @@ def describe_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def list_tools(request: pytest.FixtureRequest, mcpeval_runtime: Engine, mcp_server: object) -> None:
+def list_tools(request: pytest.FixtureRequest, mcp_server: object, mcpeval_runtime: Engine) -> None:
     """The body of a file's ``tools`` item: connect, list, keep the listing for the controller."""
     from pytest_mcpeval.checks.items import CheckFailed
     from pytest_mcpeval.run.case import CaseError

@@ -159,7 +159,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
     if final is not None and len(final) > CONTENT_CAP:
         result["content_truncated"] = len(final)
     result["usage"], result["latency_s"] = summed_usage(replies, judge_usage)
-    return cast(CaseResult, result)  # made UTF-8 safe and masked where every result goes (run/item.py)
+    return cast(CaseResult, result)  # made UTF-8 safe (and masked) where every result goes: run/item.py
 
 
 # -- the conversation -------------------------------------------------------------------------------

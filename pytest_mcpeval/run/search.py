@@ -90,7 +90,7 @@ async def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int,
 
         known = next((r.params_sent for r in replies if r.params_sent is not None), None)
         runtime.facts.note_model(ref.model.name, known if known is not None else params_sent(ref.model))
-    return cast(CaseResult, result)  # made UTF-8 safe and masked where every result goes (run/item.py)
+    return cast(CaseResult, result)  # made UTF-8 safe (and masked) where every result goes: run/item.py
 
 
 def _ending(result: dict[str, Any], reply: ModelReply) -> None:

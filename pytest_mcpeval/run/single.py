@@ -2,10 +2,10 @@
 
 The reply's text goes into the result up to :data:`CONTENT_CAP` characters (nothing is scored on it, and
 the result crosses xdist and lands in the report); a longer text is cut and ``content_truncated`` holds
-its original length.  The result is scored on the reply as the model sent it, then every string in it is
-made encodable as UTF-8: a lone surrogate (``"\\ud83d"``, legal JSON that a model may send) becomes
-U+FFFD, so the result crosses the xdist channel (execnet sends UTF-8) and prints on a terminal, and the
-report is the same with and without xdist.  The cache keeps the reply as sent.
+its original length.  The result is scored on the reply as the model sent it; where every result goes
+(run/item.py), every string in it is then made encodable as UTF-8: a lone surrogate (``"\\ud83d"``, legal JSON
+that a model may send) becomes U+FFFD, so the result crosses the xdist channel (execnet sends UTF-8) and prints on
+a terminal, and the report is the same with and without xdist.  The cache keeps the reply as sent.
 
 How the reply ended is recorded (``finish_reason``, ``provider_finish_reason``) and weighed
 (:mod:`pytest_mcpeval.scoring.stops`): a reply the provider's safety filter withheld is an error, a miss cut
@@ -95,5 +95,5 @@ def evaluate(runtime: Engine, ref: CaseRef, catalog: Catalog, repeat: int, resul
     result["latency_s"] = 0.0 if reply.cached else round(reply.latency_s, 4)
     if reply.load_s and not reply.cached:  # the local model's load, apart from the latency (models/local.py)
         result["load_s"] = round(reply.load_s, 4)
-    return cast(CaseResult, result)  # made UTF-8 safe and masked where every result goes (run/item.py)
+    return cast(CaseResult, result)  # made UTF-8 safe (and masked) where every result goes: run/item.py
 
