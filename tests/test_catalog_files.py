@@ -124,3 +124,15 @@ def test_parse_agrees_with_json_loads_on_random_documents() -> None:
         text = value(0)
         got, expected = parse(text.encode()), json.loads(text)
         assert json.dumps(got) == json.dumps(expected), text
+
+
+def test_parse_reads_with_pydantic_core_and_json_loads_only_what_it_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast parser is the one used (json.loads is not called for a text it reads); a lone surrogate, which it
+    refuses, is read by json.loads as before."""
+    from pytest_mcpeval import json_file
+
+    calls: list[str] = []
+    original = json_file.json.loads
+    monkeypatch.setattr(json_file.json, "loads", lambda text, **kw: (calls.append(text), original(text, **kw))[1])
+    assert json_file.parse(b'{"a": [1, 2.5, "x"]}') == {"a": [1, 2.5, "x"]} and calls == []
+    assert json_file.parse(b'"\\ud83d"') == "\ud83d" and calls == ['"\\ud83d"']

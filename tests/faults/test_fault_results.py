@@ -97,6 +97,34 @@ def test_a_report_hook_that_raises_or_adds_what_json_cannot_hold_fails_the_gate(
     assert not (project.path / "report.json").exists()  # never an older report passing for this run's
 
 
+RUNTIME_FAILS = """
+import pytest
+from pytest_mcpeval.run import runtime
+
+def boom(*args, **kwargs):
+    raise OSError("no room for the servers' logs")
+
+def pytest_configure(config):
+    config._original_runtime_init = runtime.Runtime.__init__
+    runtime.Runtime.__init__ = boom
+
+def pytest_unconfigure(config):
+    runtime.Runtime.__init__ = config._original_runtime_init
+"""
+
+
+def test_a_runtime_that_cannot_open_makes_every_case_a_setup_error(project: pytest.Pytester) -> None:
+    """The session's runtime is opened by the first case's setup (collect.CaseItem.setup): if it cannot be, each
+    case is an error of its setup, as for any fixture, not an internal error of the plugin."""
+    (project.path / "conftest.py").write_text(RUNTIME_FAILS)
+    result = run(project, "--mcp-models=fake", "--mcp-record=off", "--mcp-report=report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    cases = assert_each_case_once(read_report(project), ["q0", "q1", "q2", "q3"])
+    assert all(c["error"].startswith("setup of the case failed (OSError: no room for the servers' logs)")
+               for c in cases.values()), cases
+    result.assert_outcomes(errors=4)
+
+
 def test_a_failing_fixture_makes_every_case_an_error(project: pytest.Pytester) -> None:
     (project.path / "conftest.py").write_text(
         "import pytest\n\n@pytest.fixture(scope='session')\ndef mcp_server():\n    raise OSError('vault sealed')\n")
