@@ -47,12 +47,10 @@ class CaseItem(pytest.Function):
     """One case for one model."""
 
     def setup(self) -> None:
-        """The item's fixtures, and the session's runtime: the ``mcpeval_runtime`` fixture, requested by the first
-        case of the process; the others read it from the config's stash (run/item.py).  A session fixture an item
-        names is set up again for each item, with its own ``request`` and ``tmp_path_factory``, and pytest 9.2 builds
-        a fixture definition, reading a signature, for each ``request``: about 40 ms of a replay of 1,000 cases.  The
-        runtime comes after ``mcp_server`` (as for the check items, which name them in that order), so it is closed
-        first at the session's end, while the fixture's server is still up."""
+        """The item's fixtures, then the ``mcpeval_runtime`` fixture for the first case of the process; the others
+        read it from the stash (run/item.py): a fixture an item names is resolved again at each item's setup, its
+        ``request`` and ``tmp_path_factory`` too (about 40 ms of a 1,000-case replay).  After ``mcp_server``, as the
+        check items name them: the runtime closes first, while the fixture's server is still up."""
         from pytest_mcpeval.run.runtime import RUNTIME_KEY  # the run's modules: at the first case, not at collection
 
         super().setup()

@@ -1,26 +1,13 @@
-"""A large collection and the garbage collector: no cyclic collection while benchmark files are collected, and,
-in a run that calls no model here, what the collection built frozen once it is done.
+"""A large collection and the garbage collector: off while benchmark files are collected (each full pass
+traversed every item made so far: 0.9 s of the 2.5 s that collecting 10,000 cases took), back on after.
 
-Collecting builds long-lived objects (items, parsed cases, the file format's pydantic models) by the ten thousand,
-and each of the collector's full passes traverses all of them again: measured, 0.9 s of the 2.5 s that collecting
-10,000 cases took.  :func:`pause_gc` turns the collector off at the first benchmark file; :func:`collection_done`
-turns it back on; :func:`resume_gc` turns it on at the end of the run should a collection end without finishing.
-
-Where the process makes no model call (``--collect-only``, a replay under ``--mcp-record=none``),
-:func:`collection_done` first collects the young garbage the collection left (cycles made while the collector was
-off: 17,000 objects at 1,000 cases, 12 ms) and freezes the rest (``gc.freeze``, public: they live until the
-session ends), so that neither the passes during the run nor the full ones after it traverse them again: pytest
-collects several times at its end (to report unraisable exceptions) and Python once more at exit.  A replay of
-1,000 cases took 1.46 s without the freeze and 1.31 s with it (best of ten each, in alternation), 1.55 and 1.47 as
-medians; from its last hook to its exit, 59 ms and 9 ms.
-
-Never in a run that calls models: a freeze after collection was in such runs once, and one call in a few runs of
-2,000 then waited for its answer until the timeout (httpx's pool, in litellm; never seen without the freeze).  Nor
-where the session does not own its process: one started while a test runs (pytester in process, or a test's
-subprocess: pytest's documented ``PYTEST_CURRENT_TEST`` is set), after which the process goes on, and there each
-session of 1,000 cases would keep 12 MB frozen for good.  A process that runs sessions one after another
-(``pytest.main`` in a loop) unfreezes and collects at the next session's first benchmark file, so it keeps one
-session's worth at most.
+In a run that calls no model here (``--collect-only``, ``--mcp-record=none``), what the collection built is frozen
+first (``gc.freeze``, public; its young garbage collected before), so that pytest's collections at its end and
+Python's at exit do not traverse it again: a 1,000-case replay 1.46 -> 1.31 s (docs/performance.md).  Never in a
+run that calls models (a freeze there once left one call in a few runs of 2,000 waiting until its timeout), nor in
+a session started while a test runs (``PYTEST_CURRENT_TEST``: pytester, a test's subprocess), whose process goes
+on and would keep each session's objects frozen.  Sessions run one after another in a process (``pytest.main`` in a
+loop) unfreeze and collect the one before at their first benchmark file.
 """
 
 from __future__ import annotations
