@@ -386,7 +386,8 @@ def test_a_file_without_aliases_is_not_passed_over_twice(tmp_path: Path, monkeyp
                         lambda path, text: (passes.append(text), original(path, text)))
     plain = "server: {tools_file: t.json}\ncases:\n  - {id: a, input: hi, expect: [{tool: get_me}]}\n"
     data, _ = yaml_source.parse_yaml(tmp_path / "a.yaml", plain, [])
-    assert data["cases"][0]["id"] == "a" and passes == []
+    fast = yaml_source._composer_bounds_nesting()  # libyaml 0.2.6 on (this machine's); else the full way, as before
+    assert data["cases"][0]["id"] == "a" and passes == ([] if fast else [plain])
     aliased = "server: {tools_file: t.json}\ncases:\n  - &a {id: a, input: hi, expect: [{tool: get_me}]}\n  - *a\n"
     data, _ = yaml_source.parse_yaml(tmp_path / "b.yaml", aliased, [])
     assert len(data["cases"]) == 2 and passes == [aliased]
