@@ -11,6 +11,7 @@ fails: :func:`parse_yaml`)."""
 from __future__ import annotations
 
 import codecs
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -242,22 +243,18 @@ def _compose(path: Path, text: str, problems: list[Problem], checked: bool) -> t
         loader.dispose()
 
 
-_NESTING_BOUNDED: list[bool] = []  # found once per process
-
-
+@functools.cache
 def _composer_bounds_nesting() -> bool:
     """Whether the composer refuses nesting past a bound of its own: libyaml's does past 1,000 levels (0.2.6 on;
     an older one, or PyYAML's own composer, recurses as deep as the file goes).  Told by composing 1,001 levels
-    once (2 KB)."""
-    if not _NESTING_BOUNDED:
-        bounded = False
-        if _Loader is not yaml.SafeLoader:
-            loader = _Loader("[" * 1001 + "]" * 1001)
-            try:
-                loader.get_single_node()
-            except yaml.YAMLError:
-                bounded = True
-            finally:
-                loader.dispose()
-        _NESTING_BOUNDED.append(bounded)
-    return _NESTING_BOUNDED[0]
+    once per process (2 KB)."""
+    if _Loader is yaml.SafeLoader:
+        return False
+    loader = _Loader("[" * 1001 + "]" * 1001)
+    try:
+        loader.get_single_node()
+    except yaml.YAMLError:
+        return True
+    finally:
+        loader.dispose()
+    return False

@@ -20,14 +20,7 @@ import pytest
 from pytest_mcpeval.catalog import Catalog
 from pytest_mcpeval.catalog_report import catalog_info
 from pytest_mcpeval.defaults import DEFAULT_CONNECT_TIMEOUT
-from pytest_mcpeval.keys import (
-    BUDGET_DIR_KEY,
-    CASE_KEY,
-    CORRUPTED_KEY,
-    INTERRUPTS_KEY,
-    SETTINGS_KEY,
-    UNWRITABLE_KEY,
-)
+from pytest_mcpeval.keys import BUDGET_DIR_KEY, CASE_KEY, CORRUPTED_KEY, INTERRUPTS_KEY, SETTINGS_KEY, UNWRITABLE_KEY
 from pytest_mcpeval.models.local import PREFIX as LOCAL_PREFIX
 from pytest_mcpeval.results import CaseResult
 from pytest_mcpeval.run import facts, flow, search, searching, single
